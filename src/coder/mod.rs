@@ -1,0 +1,7 @@
+//! Entropy coding: model probabilities -> integer frequency tables -> range coding.
+
+mod quantize;
+mod range;
+
+pub use quantize::{quantize, FreqTable, PRECISION, TOTAL};
+pub use range::{LaneDecoder, LaneEncoder};

@@ -1,0 +1,144 @@
+//! Range coding of one lane through constriction, driven by our integer frequency tables.
+
+use super::quantize::{FreqTable, PRECISION};
+use crate::error::{Error, Result};
+use constriction::stream::model::{DecoderModel, EncoderModel, EntropyModel};
+use constriction::stream::queue::{DefaultRangeDecoder, DefaultRangeEncoder};
+use constriction::stream::{Decode, Encode};
+use std::num::NonZeroU32;
+
+/// Adapter exposing a [`FreqTable`] to constriction's model traits.
+struct TableModel<'a>(&'a FreqTable);
+
+impl EntropyModel<PRECISION> for TableModel<'_> {
+    type Symbol = u8;
+    type Probability = u32;
+}
+
+impl EncoderModel<PRECISION> for TableModel<'_> {
+    #[inline]
+    fn left_cumulative_and_probability(
+        &self,
+        symbol: impl std::borrow::Borrow<u8>,
+    ) -> Option<(u32, NonZeroU32)> {
+        let (left, f) = self.0.left_and_freq(*symbol.borrow());
+        NonZeroU32::new(f).map(|f| (left, f))
+    }
+}
+
+impl DecoderModel<PRECISION> for TableModel<'_> {
+    #[inline]
+    fn quantile_function(&self, quantile: u32) -> (u8, u32, NonZeroU32) {
+        let (s, left, f) = self.0.find(quantile);
+        // Every frequency is >= 1 by construction of FreqTable; fall back defensively anyway.
+        (s, left, NonZeroU32::new(f).unwrap_or(NonZeroU32::MIN))
+    }
+}
+
+/// Encodes the bytes of one lane, one frequency table per byte.
+#[derive(Default)]
+pub struct LaneEncoder {
+    inner: DefaultRangeEncoder,
+}
+
+impl LaneEncoder {
+    /// A fresh encoder with no output yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Encodes `symbol` under `table`.
+    #[inline]
+    pub fn encode(&mut self, symbol: u8, table: &FreqTable) {
+        // Cannot fail: every symbol has a nonzero frequency and the Vec backend is infallible.
+        let _ = self.inner.encode_symbol(symbol, TableModel(table));
+    }
+
+    /// Finishes the lane and returns its bytes (a multiple of 4, little-endian words).
+    pub fn finish(self) -> Vec<u8> {
+        let words = match self.inner.into_compressed() {
+            Ok(w) => w,
+            Err(never) => match never {},
+        };
+        let mut out = Vec::with_capacity(words.len() * 4);
+        for w in words {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        out
+    }
+}
+
+/// Decodes the bytes of one lane, one frequency table per byte.
+pub struct LaneDecoder {
+    inner: DefaultRangeDecoder,
+}
+
+impl LaneDecoder {
+    /// Starts decoding `bytes` as produced by [`LaneEncoder::finish`].
+    pub fn new(bytes: &[u8]) -> Result<Self> {
+        if bytes.len() % 4 != 0 {
+            return Err(Error::Corrupt(
+                "coded lane length is not a multiple of 4".into(),
+            ));
+        }
+        let words: Vec<u32> = bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let inner = match DefaultRangeDecoder::from_compressed(words) {
+            Ok(d) => d,
+            Err(never) => match never {},
+        };
+        Ok(Self { inner })
+    }
+
+    /// Decodes one symbol under `table`, which must have its cdf built.
+    #[inline]
+    pub fn decode(&mut self, table: &FreqTable) -> Result<u8> {
+        self.inner
+            .decode_symbol(TableModel(table))
+            .map_err(|_| Error::Corrupt("coded data is invalid".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coder::quantize;
+
+    #[test]
+    fn round_trip_with_changing_tables() {
+        let data: Vec<u8> = (0..5000u32).map(|i| ((i * i) % 251) as u8).collect();
+        let table_for = |i: usize| {
+            let mut p = [0f32; 256];
+            for (k, x) in p.iter_mut().enumerate() {
+                *x = 1.0 / (1 + (k + i) % 17) as f32;
+            }
+            let mut t = FreqTable::default();
+            quantize(&p, &mut t);
+            t
+        };
+        let mut enc = LaneEncoder::new();
+        for (i, &b) in data.iter().enumerate() {
+            enc.encode(b, &table_for(i));
+        }
+        let bytes = enc.finish();
+        let mut dec = LaneDecoder::new(&bytes).unwrap();
+        for (i, &b) in data.iter().enumerate() {
+            let mut t = table_for(i);
+            t.build_cdf();
+            assert_eq!(dec.decode(&t).unwrap(), b);
+        }
+    }
+
+    #[test]
+    fn garbage_decodes_without_panic() {
+        let mut t = FreqTable::default();
+        t.build_cdf();
+        let mut dec = LaneDecoder::new(&[0xff; 64]).unwrap();
+        for _ in 0..1000 {
+            let _ = dec.decode(&t);
+        }
+        assert!(LaneDecoder::new(&[1, 2, 3]).is_err());
+    }
+}

@@ -1,0 +1,85 @@
+//! Deterministic numeric engine: kernel level selection and the determinism version.
+//!
+//! Every value that reaches a probability is computed with a fixed operation order, so results are
+//! identical whatever SIMD level runs them. `SEP_KERNELS` forces a level (a testing knob).
+
+use crate::error::{Error, Result};
+
+/// Determinism version of the engine; archives record it and decoders refuse other versions.
+pub const ENGINE_VERSION: u32 = 1;
+
+/// SIMD level the kernels run at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum KernelLevel {
+    /// Portable scalar code, the reference every other level must match bit for bit.
+    Scalar,
+    /// x86-64 AVX2 (+FMA available but never contracted).
+    Avx2,
+    /// x86-64 AVX-512F.
+    Avx512,
+}
+
+impl KernelLevel {
+    /// The best level this CPU supports.
+    pub fn detect() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return KernelLevel::Avx512;
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                return KernelLevel::Avx2;
+            }
+        }
+        KernelLevel::Scalar
+    }
+
+    /// Level from `SEP_KERNELS` (`scalar`, `avx2`, `avx512`, `auto`), capped at what the CPU has.
+    pub fn from_env() -> Result<Self> {
+        match std::env::var("SEP_KERNELS") {
+            Ok(v) => Self::parse(&v),
+            Err(std::env::VarError::NotPresent) => Ok(Self::detect()),
+            Err(_) => Err(Error::InvalidOption(
+                "SEP_KERNELS is not valid UTF-8".into(),
+            )),
+        }
+    }
+
+    /// Parses a level name; a level above what the CPU supports falls back to the best available.
+    pub fn parse(name: &str) -> Result<Self> {
+        let wanted = match name.trim().to_ascii_lowercase().as_str() {
+            "" | "auto" => return Ok(Self::detect()),
+            "scalar" => KernelLevel::Scalar,
+            "avx2" => KernelLevel::Avx2,
+            "avx512" => KernelLevel::Avx512,
+            other => {
+                return Err(Error::InvalidOption(format!(
+                    "SEP_KERNELS={other}: expected scalar, avx2, avx512 or auto"
+                )))
+            }
+        };
+        Ok(wanted.min(Self::detect()))
+    }
+
+    /// Lower-case name of the level.
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelLevel::Scalar => "scalar",
+            KernelLevel::Avx2 => "avx2",
+            KernelLevel::Avx512 => "avx512",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_levels() {
+        assert_eq!(KernelLevel::parse("scalar").unwrap(), KernelLevel::Scalar);
+        assert_eq!(KernelLevel::parse("AUTO").unwrap(), KernelLevel::detect());
+        assert!(KernelLevel::parse("avx2").unwrap() <= KernelLevel::detect());
+        assert!(KernelLevel::parse("neon9").is_err());
+    }
+}

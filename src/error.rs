@@ -1,0 +1,56 @@
+//! Typed errors of the library; `main.rs` turns them into one-line messages.
+
+use std::io;
+
+/// Everything that can go wrong while compressing, decompressing or inspecting.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An I/O error from the input or output stream.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    /// The input does not start with the sep magic bytes.
+    #[error("not a sep archive (bad magic bytes)")]
+    NotAnArchive,
+    /// The archive was written by a format version this build cannot read.
+    #[error("unsupported archive version {found} (this sep reads version {supported})")]
+    UnsupportedVersion {
+        /// Version found in the archive.
+        found: u16,
+        /// Version this build reads.
+        supported: u16,
+    },
+    /// The archive's numeric engine is not bit-compatible with this build's.
+    #[error("archive needs engine determinism version {found}, this sep has {supported}")]
+    EngineVersion {
+        /// Version recorded in the archive.
+        found: u32,
+        /// Version of this build's engine.
+        supported: u32,
+    },
+    /// The archive ended before it was complete.
+    #[error("archive is truncated ({0})")]
+    Truncated(&'static str),
+    /// A structural field of the archive is invalid.
+    #[error("archive is corrupt: {0}")]
+    Corrupt(String),
+    /// Decoded data does not match the checksum stored in the archive.
+    #[error("checksum mismatch in {0}: archive is corrupt")]
+    Checksum(String),
+    /// An option value is out of range.
+    #[error("invalid option: {0}")]
+    InvalidOption(String),
+}
+
+/// Result alias used across the library.
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// Maps an unexpected end of stream to `Truncated(what)`, keeping other I/O errors.
+    pub fn eof_as_truncated(e: io::Error, what: &'static str) -> Error {
+        if e.kind() == io::ErrorKind::UnexpectedEof {
+            Error::Truncated(what)
+        } else {
+            Error::Io(e)
+        }
+    }
+}

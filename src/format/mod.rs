@@ -1,0 +1,424 @@
+//! The archive layout: header, length-prefixed block records, trailer with the block table.
+//! FORMAT.md at the top of the project documents every field.
+
+use crate::error::{Error, Result};
+use std::io::{Read, Write};
+use xxhash_rust::xxh3::xxh3_64;
+
+/// First bytes of every archive.
+pub const MAGIC: [u8; 4] = [0x89, b'S', b'E', b'P'];
+/// Last bytes of every archive.
+pub const END_MAGIC: [u8; 4] = [b'S', b'E', b'P', 0x89];
+/// Format version written and read by this build.
+pub const VERSION: u16 = 1;
+/// Largest block size an archive may declare.
+pub const MAX_BLOCK_SIZE: u64 = 1 << 30;
+/// Largest model configuration an archive may declare.
+const MAX_CONFIG_LEN: u32 = 4096;
+/// Tag byte that ends the block sequence and starts the trailer.
+const TAG_END: u8 = 0xFF;
+/// Size of a block record header after its tag byte.
+const RECORD_LEN: usize = 8 + 8 + 8 + 4;
+/// Size of one block table entry in the trailer.
+const TABLE_ENTRY_LEN: usize = 8 + 8 + 8 + 1;
+/// Fixed tail of the archive: trailer length (u64) + end magic.
+pub const TAIL_LEN: u64 = 12;
+
+/// How a block's payload is coded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Codec {
+    /// Payload is the raw bytes.
+    Stored,
+    /// Payload is one range-coded lane predicted by the configured model.
+    Model,
+}
+
+impl Codec {
+    /// Tag byte of the codec.
+    pub fn tag(self) -> u8 {
+        match self {
+            Codec::Stored => 0,
+            Codec::Model => 1,
+        }
+    }
+
+    /// Codec of a tag byte.
+    pub fn from_tag(tag: u8) -> Result<Self> {
+        match tag {
+            0 => Ok(Codec::Stored),
+            1 => Ok(Codec::Model),
+            t => Err(Error::Corrupt(format!("unknown block codec {t}"))),
+        }
+    }
+
+    /// Lower-case name for `sep info`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::Stored => "stored",
+            Codec::Model => "model",
+        }
+    }
+}
+
+/// Archive header: everything a decoder needs before the first block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Flags, all reserved (zero) in version 1.
+    pub flags: u16,
+    /// Engine determinism version the model blocks were coded with.
+    pub engine_version: u32,
+    /// Maximum raw length of a block.
+    pub block_size: u64,
+    /// Serialised model configuration (see `model::ModelConfig`).
+    pub model_config: Vec<u8>,
+}
+
+fn read_array<const N: usize>(r: &mut impl Read, what: &'static str) -> Result<[u8; N]> {
+    let mut b = [0u8; N];
+    r.read_exact(&mut b)
+        .map_err(|e| Error::eof_as_truncated(e, what))?;
+    Ok(b)
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(a)
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+impl Header {
+    /// Serialises the header including its checksum.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(32 + self.model_config.len());
+        b.extend_from_slice(&MAGIC);
+        b.extend_from_slice(&VERSION.to_le_bytes());
+        b.extend_from_slice(&self.flags.to_le_bytes());
+        b.extend_from_slice(&self.engine_version.to_le_bytes());
+        b.extend_from_slice(&self.block_size.to_le_bytes());
+        b.extend_from_slice(&(self.model_config.len() as u32).to_le_bytes());
+        b.extend_from_slice(&self.model_config);
+        let check = xxh3_64(&b);
+        b.extend_from_slice(&check.to_le_bytes());
+        b
+    }
+
+    /// Reads and validates a header; returns it with its length in bytes.
+    pub fn read(r: &mut impl Read) -> Result<(Header, u64)> {
+        let magic: [u8; 4] = match read_array(r, "no header") {
+            Ok(m) => m,
+            Err(Error::Truncated(_)) => return Err(Error::NotAnArchive),
+            Err(e) => return Err(e),
+        };
+        if magic != MAGIC {
+            return Err(Error::NotAnArchive);
+        }
+        let fixed: [u8; 20] = read_array(r, "inside the header")?;
+        let version = u16_at(&fixed, 0);
+        if version != VERSION {
+            return Err(Error::UnsupportedVersion {
+                found: version,
+                supported: VERSION,
+            });
+        }
+        let config_len = u32_at(&fixed, 16);
+        if config_len > MAX_CONFIG_LEN {
+            return Err(Error::Corrupt(format!(
+                "header declares a {config_len}-byte model configuration"
+            )));
+        }
+        let mut config = vec![0u8; config_len as usize];
+        r.read_exact(&mut config)
+            .map_err(|e| Error::eof_as_truncated(e, "inside the header"))?;
+        let check: [u8; 8] = read_array(r, "inside the header")?;
+        let mut all = Vec::with_capacity(24 + config.len());
+        all.extend_from_slice(&magic);
+        all.extend_from_slice(&fixed);
+        all.extend_from_slice(&config);
+        if xxh3_64(&all) != u64::from_le_bytes(check) {
+            return Err(Error::Checksum("the header".into()));
+        }
+        let h = Header {
+            flags: u16_at(&fixed, 2),
+            engine_version: u32_at(&fixed, 4),
+            block_size: u64_at(&fixed, 8),
+            model_config: config,
+        };
+        if h.flags != 0 {
+            return Err(Error::Corrupt(format!(
+                "unknown header flags {:#x}",
+                h.flags
+            )));
+        }
+        if h.block_size == 0 || h.block_size > MAX_BLOCK_SIZE {
+            return Err(Error::Corrupt(format!(
+                "block size {} out of range",
+                h.block_size
+            )));
+        }
+        Ok((h, all.len() as u64 + 8))
+    }
+}
+
+/// Per-block header preceding each payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockRecord {
+    /// How the payload is coded.
+    pub codec: Codec,
+    /// Length of the block's original bytes.
+    pub raw_len: u64,
+    /// Length of the payload that follows.
+    pub payload_len: u64,
+    /// xxh3-64 of the block's original bytes.
+    pub raw_hash: u64,
+}
+
+/// What follows a tag byte in the block sequence.
+pub enum Next {
+    /// A block record; its payload follows.
+    Block(BlockRecord),
+    /// The end tag; the trailer follows.
+    End,
+}
+
+impl BlockRecord {
+    /// Serialised length including the tag byte.
+    pub const LEN: u64 = 1 + RECORD_LEN as u64;
+
+    /// Writes the record (tag byte first).
+    pub fn write(&self, w: &mut impl Write) -> std::io::Result<()> {
+        let mut b = [0u8; 1 + RECORD_LEN];
+        b[0] = self.codec.tag();
+        b[1..9].copy_from_slice(&self.raw_len.to_le_bytes());
+        b[9..17].copy_from_slice(&self.payload_len.to_le_bytes());
+        b[17..25].copy_from_slice(&self.raw_hash.to_le_bytes());
+        let check = xxh3_64(&b[..25]) as u32;
+        b[25..29].copy_from_slice(&check.to_le_bytes());
+        w.write_all(&b)
+    }
+
+    /// Reads the next tag and, for a block, its record; validates it against `block_size`.
+    pub fn read_next(r: &mut impl Read, block_size: u64) -> Result<Next> {
+        let [tag] = read_array::<1>(r, "missing end of archive")?;
+        if tag == TAG_END {
+            return Ok(Next::End);
+        }
+        let codec = Codec::from_tag(tag)?;
+        let rest: [u8; RECORD_LEN] = read_array(r, "inside a block header")?;
+        let mut all = [0u8; 1 + RECORD_LEN];
+        all[0] = tag;
+        all[1..].copy_from_slice(&rest);
+        if xxh3_64(&all[..25]) as u32 != u32_at(&all, 25) {
+            return Err(Error::Checksum("a block header".into()));
+        }
+        let rec = BlockRecord {
+            codec,
+            raw_len: u64_at(&all, 1),
+            payload_len: u64_at(&all, 9),
+            raw_hash: u64_at(&all, 17),
+        };
+        rec.validate(block_size)?;
+        Ok(Next::Block(rec))
+    }
+
+    /// Checks the lengths against the archive's block size and the codec's rules.
+    fn validate(&self, block_size: u64) -> Result<()> {
+        if self.raw_len == 0 || self.raw_len > block_size {
+            return Err(Error::Corrupt(format!(
+                "block length {} exceeds the block size {block_size}",
+                self.raw_len
+            )));
+        }
+        let ok = match self.codec {
+            Codec::Stored => self.payload_len == self.raw_len,
+            Codec::Model => self.payload_len < self.raw_len,
+        };
+        if !ok {
+            return Err(Error::Corrupt(format!(
+                "{} block of {} bytes has a {}-byte payload",
+                self.codec.name(),
+                self.raw_len,
+                self.payload_len
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// One block table entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableEntry {
+    /// Offset of the block's tag byte from the start of the archive.
+    pub offset: u64,
+    /// Original length of the block.
+    pub raw_len: u64,
+    /// Payload length of the block.
+    pub payload_len: u64,
+    /// Codec of the block.
+    pub codec: Codec,
+}
+
+/// The trailer: totals, whole-data checksum and the block table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trailer {
+    /// Total original length.
+    pub total_len: u64,
+    /// xxh3-64 of all original bytes.
+    pub data_hash: u64,
+    /// One entry per block, in order.
+    pub table: Vec<TableEntry>,
+}
+
+impl Trailer {
+    /// Writes the end tag, trailer and tail.
+    pub fn write(&self, w: &mut impl Write) -> std::io::Result<()> {
+        let mut b = Vec::with_capacity(32 + self.table.len() * TABLE_ENTRY_LEN);
+        b.push(TAG_END);
+        b.extend_from_slice(&(self.table.len() as u64).to_le_bytes());
+        b.extend_from_slice(&self.total_len.to_le_bytes());
+        b.extend_from_slice(&self.data_hash.to_le_bytes());
+        for e in &self.table {
+            b.extend_from_slice(&e.offset.to_le_bytes());
+            b.extend_from_slice(&e.raw_len.to_le_bytes());
+            b.extend_from_slice(&e.payload_len.to_le_bytes());
+            b.push(e.codec.tag());
+        }
+        let check = xxh3_64(&b);
+        b.extend_from_slice(&check.to_le_bytes());
+        let len = b.len() as u64;
+        b.extend_from_slice(&len.to_le_bytes());
+        b.extend_from_slice(&END_MAGIC);
+        w.write_all(&b)
+    }
+
+    /// Reads the trailer after the end tag (already consumed) and the tail.
+    pub fn read_after_tag(r: &mut impl Read) -> Result<Trailer> {
+        let fixed: [u8; 24] = read_array(r, "inside the trailer")?;
+        let count = u64_at(&fixed, 0);
+        // A table larger than any possible archive is corruption, not a reason to allocate.
+        if count > (u64::MAX / 2) / MAX_BLOCK_SIZE.max(1) || count > 1 << 32 {
+            return Err(Error::Corrupt(format!("trailer declares {count} blocks")));
+        }
+        let mut hashed = vec![TAG_END];
+        hashed.extend_from_slice(&fixed);
+        let mut table = Vec::new();
+        for _ in 0..count {
+            let e: [u8; TABLE_ENTRY_LEN] = read_array(r, "inside the block table")?;
+            hashed.extend_from_slice(&e);
+            table.push(TableEntry {
+                offset: u64_at(&e, 0),
+                raw_len: u64_at(&e, 8),
+                payload_len: u64_at(&e, 16),
+                codec: Codec::from_tag(e[24])?,
+            });
+        }
+        let tail: [u8; 8 + 8 + 4] = read_array(r, "inside the trailer")?;
+        if xxh3_64(&hashed) != u64_at(&tail, 0) {
+            return Err(Error::Checksum("the trailer".into()));
+        }
+        if u64_at(&tail, 8) != hashed.len() as u64 + 8 || tail[16..20] != END_MAGIC {
+            return Err(Error::Corrupt("bad archive tail".into()));
+        }
+        Ok(Trailer {
+            total_len: u64_at(&fixed, 8),
+            data_hash: u64_at(&fixed, 16),
+            table,
+        })
+    }
+
+    /// Reads the trailer of a seekable archive from its end.
+    pub fn read_from_end<R: Read + std::io::Seek>(r: &mut R) -> Result<Trailer> {
+        use std::io::SeekFrom;
+        let end = r.seek(SeekFrom::End(0))?;
+        if end < TAIL_LEN {
+            return Err(Error::Truncated("no trailer"));
+        }
+        r.seek(SeekFrom::End(-(TAIL_LEN as i64)))?;
+        let tail: [u8; 12] = read_array(r, "no trailer")?;
+        if tail[8..12] != END_MAGIC {
+            return Err(Error::Truncated("no end marker"));
+        }
+        let len = u64_at(&tail, 0);
+        if len < 33 || len + TAIL_LEN > end {
+            return Err(Error::Corrupt("bad trailer length".into()));
+        }
+        r.seek(SeekFrom::Start(end - TAIL_LEN - len))?;
+        let [tag] = read_array::<1>(r, "no trailer")?;
+        if tag != TAG_END {
+            return Err(Error::Corrupt(
+                "trailer does not start with the end tag".into(),
+            ));
+        }
+        Trailer::read_after_tag(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    #[test]
+    fn header_round_trip_and_checks() {
+        let h = Header {
+            flags: 0,
+            engine_version: 1,
+            block_size: 1 << 20,
+            model_config: vec![1, 4, 2],
+        };
+        let b = h.to_bytes();
+        let (back, len) = Header::read(&mut Cursor::new(&b)).unwrap();
+        assert_eq!(back, h);
+        assert_eq!(len, b.len() as u64);
+        let mut bad = b.clone();
+        bad[4] = 9;
+        assert!(matches!(
+            Header::read(&mut Cursor::new(&bad)),
+            Err(Error::UnsupportedVersion { found: 9, .. })
+        ));
+        let mut bad = b.clone();
+        bad[13] ^= 1;
+        assert!(matches!(
+            Header::read(&mut Cursor::new(&bad)),
+            Err(Error::Checksum(_))
+        ));
+        assert!(matches!(
+            Header::read(&mut Cursor::new(&b[..10])),
+            Err(Error::Truncated(_))
+        ));
+        assert!(matches!(
+            Header::read(&mut Cursor::new(b"PK\x03\x04zz")),
+            Err(Error::NotAnArchive)
+        ));
+    }
+
+    #[test]
+    fn trailer_round_trip() {
+        let t = Trailer {
+            total_len: 10,
+            data_hash: 42,
+            table: vec![TableEntry {
+                offset: 30,
+                raw_len: 10,
+                payload_len: 10,
+                codec: Codec::Stored,
+            }],
+        };
+        let mut b = vec![0u8; 7];
+        t.write(&mut b).unwrap();
+        assert_eq!(Trailer::read_from_end(&mut Cursor::new(&b)).unwrap(), t);
+        assert_eq!(
+            Trailer::read_after_tag(&mut Cursor::new(&b[8..])).unwrap(),
+            t
+        );
+    }
+}

@@ -1,0 +1,117 @@
+//! sep: a neural lossless compressor. Compress, decompress and inspect archives.
+//!
+//! Data flows one way: `format` (archive layout) -> `pipeline` (blocks) -> `model` (prediction)
+//! -> `coder` (integer frequencies and range coding); `engine` holds the deterministic kernels.
+
+pub mod coder;
+pub mod engine;
+mod error;
+pub mod format;
+pub mod model;
+pub mod pipeline;
+
+pub use error::{Error, Result};
+
+use engine::KernelLevel;
+use format::{Header, Trailer};
+use model::ModelConfig;
+use std::io::{Read, Seek, Write};
+use std::sync::Arc;
+
+/// Default maximum raw bytes per block.
+pub const DEFAULT_BLOCK_SIZE: u64 = 16 << 20;
+
+/// Settings of a compression or decompression run.
+#[derive(Clone)]
+pub struct Options {
+    /// Blocks coded at once (worker threads).
+    pub threads: usize,
+    /// Maximum raw bytes per block (compression only; decoding uses the archive's).
+    pub block_size: u64,
+    /// Predictor configuration (compression only; decoding uses the archive's).
+    pub model: ModelConfig,
+    /// SIMD level of the numeric kernels.
+    pub kernels: KernelLevel,
+    /// Called with the number of input bytes finished, from worker threads.
+    pub progress: Option<Arc<dyn Fn(u64) + Send + Sync>>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            block_size: DEFAULT_BLOCK_SIZE,
+            model: ModelConfig::default(),
+            kernels: KernelLevel::detect(),
+            progress: None,
+        }
+    }
+}
+
+impl Options {
+    /// Checks that the settings are in range.
+    pub fn validate(&self) -> Result<()> {
+        if self.threads == 0 || self.threads > 1024 {
+            return Err(Error::InvalidOption(format!(
+                "threads must be 1..=1024, got {}",
+                self.threads
+            )));
+        }
+        if self.block_size == 0 || self.block_size > format::MAX_BLOCK_SIZE {
+            return Err(Error::InvalidOption(format!(
+                "block size must be 1..={} bytes, got {}",
+                format::MAX_BLOCK_SIZE,
+                self.block_size
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Sizes of a finished run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stats {
+    /// Bytes of original data.
+    pub original_bytes: u64,
+    /// Bytes of archive.
+    pub archive_bytes: u64,
+    /// Number of blocks.
+    pub blocks: u64,
+}
+
+/// Compresses everything `input` yields into a complete archive on `output`.
+pub fn compress(mut input: impl Read, mut output: impl Write, opts: &Options) -> Result<Stats> {
+    pipeline::compress(&mut input, &mut output, opts)
+}
+
+/// Decompresses a complete archive from `input` onto `output`, verifying every checksum.
+pub fn decompress(mut input: impl Read, mut output: impl Write, opts: &Options) -> Result<Stats> {
+    pipeline::decompress(&mut input, &mut output, opts)
+}
+
+/// Header, model and block table of an archive, as shown by `sep info`.
+#[derive(Clone, Debug)]
+pub struct Info {
+    /// The archive header.
+    pub header: Header,
+    /// The model configuration, decoded.
+    pub model: ModelConfig,
+    /// Totals and block table.
+    pub trailer: Trailer,
+    /// Size of the archive in bytes.
+    pub archive_bytes: u64,
+}
+
+/// Reads the header and block table of a seekable archive without decoding any block.
+pub fn inspect(mut input: impl Read + Seek) -> Result<Info> {
+    let (header, _) = Header::read(&mut input)?;
+    let model = ModelConfig::from_bytes(&header.model_config)?;
+    let trailer = Trailer::read_from_end(&mut input)?;
+    let archive_bytes = input.seek(std::io::SeekFrom::End(0))?;
+    Ok(Info {
+        header,
+        model,
+        trailer,
+        archive_bytes,
+    })
+}

@@ -1,0 +1,463 @@
+//! The `sep` command line: arguments, files, progress, messages and exit codes.
+
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use sep::engine::KernelLevel;
+use sep::{Error, Options, Stats};
+use std::fs::File;
+use std::io::{self, BufWriter, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// sep: neural lossless compression.
+#[derive(Parser)]
+#[command(name = "sep", version, about, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Compress FILE (or stdin) into FILE.sep; the input is kept.
+    Compress(CompressArgs),
+    /// Decompress FILE.sep (or stdin) into FILE; the archive is kept.
+    Decompress(CommonArgs),
+    /// Show an archive's header, model and blocks.
+    Info {
+        /// The archive to describe.
+        file: PathBuf,
+    },
+}
+
+#[derive(Args)]
+struct CommonArgs {
+    /// Input file; `-` or nothing reads standard input.
+    file: Option<PathBuf>,
+    /// Write the output to OUT (`-` for standard output).
+    #[arg(short, long, value_name = "OUT")]
+    output: Option<PathBuf>,
+    /// Write to standard output.
+    #[arg(short = 'c', long)]
+    stdout: bool,
+    /// Overwrite an existing output file; write compressed data to a terminal.
+    #[arg(short, long)]
+    force: bool,
+    /// No progress bar and no summary.
+    #[arg(short, long)]
+    quiet: bool,
+    /// Worker threads (default: all cores).
+    #[arg(short = 'T', long, env = "SEP_THREADS", value_name = "N")]
+    threads: Option<usize>,
+}
+
+#[derive(Args)]
+struct CompressArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Maximum bytes per independent block (suffixes K, M, G).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    block_size: Option<u64>,
+}
+
+/// Parses a byte count with an optional K/M/G (binary) suffix.
+fn parse_size(s: &str) -> Result<u64, String> {
+    let (num, shift) = match s.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&s[..i], 10),
+        Some((i, 'm' | 'M')) => (&s[..i], 20),
+        Some((i, 'g' | 'G')) => (&s[..i], 30),
+        _ => (s, 0),
+    };
+    let n: u64 = num.parse().map_err(|_| format!("not a size: {s}"))?;
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("too large: {s}"))
+}
+
+/// A message for the user; printed as `sep: error: ...`.
+struct Failure(String);
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure(e.to_string())
+    }
+}
+
+fn io_message(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::NotFound => "no such file or directory".into(),
+        io::ErrorKind::PermissionDenied => "permission denied".into(),
+        _ => {
+            let s = e.to_string();
+            match s.find(" (os error") {
+                Some(i) => s[..i].to_string(),
+                None => s,
+            }
+        }
+    }
+}
+
+fn with_path(path: &Path, e: Error) -> Failure {
+    match e {
+        Error::Io(io) => Failure(format!("{}: {}", path.display(), io_message(&io))),
+        other => Failure(format!("{}: {other}", path.display())),
+    }
+}
+
+fn is_stdio(p: &Option<PathBuf>) -> bool {
+    p.as_deref().is_none_or(|p| p == Path::new("-"))
+}
+
+/// Where the input comes from: a mapped file, a streamed file or standard input.
+enum Input {
+    Mapped(memmap2::Mmap),
+    Empty,
+    Stream(Box<dyn Read>),
+}
+
+impl Input {
+    fn open(path: &Option<PathBuf>) -> Result<(Input, Option<u64>, String), Failure> {
+        let Some(path) = path.as_ref().filter(|_| !is_stdio(path)) else {
+            return Ok((
+                Input::Stream(Box::new(io::stdin().lock())),
+                None,
+                "stdin".into(),
+            ));
+        };
+        let name = path.display().to_string();
+        let meta =
+            std::fs::metadata(path).map_err(|e| Failure(format!("{name}: {}", io_message(&e))))?;
+        if meta.is_dir() {
+            return Err(Failure(format!("{name}: is a directory")));
+        }
+        let file = File::open(path).map_err(|e| Failure(format!("{name}: {}", io_message(&e))))?;
+        if !meta.is_file() {
+            return Ok((Input::Stream(Box::new(file)), None, name));
+        }
+        if meta.len() == 0 {
+            return Ok((Input::Empty, Some(0), name));
+        }
+        // SAFETY: the map is only read; a file truncated by another process while we read it
+        // is the same hazard every mmap-based tool accepts (checksums catch a changed input).
+        let map = unsafe { memmap2::Mmap::map(&file) }
+            .map_err(|e| Failure(format!("{name}: {}", io_message(&e))))?;
+        Ok((Input::Mapped(map), Some(meta.len()), name))
+    }
+
+    fn reader(&mut self) -> Box<dyn Read + '_> {
+        match self {
+            Input::Mapped(m) => Box::new(&m[..]),
+            Input::Empty => Box::new(io::empty()),
+            Input::Stream(r) => Box::new(r),
+        }
+    }
+}
+
+/// Where the output goes: standard output or a temporary file renamed into place on success.
+enum Output {
+    Stdout,
+    File {
+        tmp: tempfile::NamedTempFile,
+        dest: PathBuf,
+        force: bool,
+    },
+}
+
+impl Output {
+    fn create(dest: Option<PathBuf>, force: bool) -> Result<Output, Failure> {
+        let Some(dest) = dest else {
+            return Ok(Output::Stdout);
+        };
+        if dest.is_dir() {
+            return Err(Failure(format!("{}: is a directory", dest.display())));
+        }
+        if !force && dest.symlink_metadata().is_ok() {
+            return Err(Failure(format!(
+                "{}: already exists (use -f to overwrite)",
+                dest.display()
+            )));
+        }
+        let dir = match dest.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let tmp = tempfile::Builder::new()
+            .prefix(".sep-tmp-")
+            .tempfile_in(&dir)
+            .map_err(|e| Failure(format!("{}: {}", dir.display(), io_message(&e))))?;
+        Ok(Output::File { tmp, dest, force })
+    }
+
+    fn writer(&mut self) -> Box<dyn Write + '_> {
+        match self {
+            Output::Stdout => Box::new(BufWriter::with_capacity(1 << 20, io::stdout().lock())),
+            Output::File { tmp, .. } => {
+                Box::new(BufWriter::with_capacity(1 << 20, tmp.as_file_mut()))
+            }
+        }
+    }
+
+    /// Moves the finished temporary file to its destination; copies `mode_from`'s permissions.
+    fn commit(self, mode_from: Option<&Path>) -> Result<(), Failure> {
+        let Output::File { tmp, dest, force } = self else {
+            return Ok(());
+        };
+        let name = dest.display().to_string();
+        if let Some(perm) = mode_from
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map(|m| m.permissions())
+        {
+            tmp.as_file()
+                .set_permissions(perm)
+                .map_err(|e| Failure(format!("{name}: {}", io_message(&e))))?;
+        }
+        let result = if force {
+            tmp.persist(&dest).map(|_| ())
+        } else {
+            tmp.persist_noclobber(&dest).map(|_| ())
+        };
+        result.map_err(|e| {
+            if e.error.kind() == io::ErrorKind::AlreadyExists {
+                Failure(format!("{name}: already exists (use -f to overwrite)"))
+            } else {
+                Failure(format!("{name}: {}", io_message(&e.error)))
+            }
+        })
+    }
+}
+
+fn progress_bar(total: Option<u64>, quiet: bool) -> Option<ProgressBar> {
+    if quiet || !io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = match total {
+        Some(n) => ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr()).with_style(
+            ProgressStyle::with_template(
+                "{bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ),
+        None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(
+            ProgressStyle::with_template("{spinner} {bytes} {binary_bytes_per_sec}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        ),
+    };
+    Some(bar)
+}
+
+fn options(threads: Option<usize>, bar: &Option<ProgressBar>) -> Result<Options, Failure> {
+    let mut opts = Options {
+        kernels: KernelLevel::from_env()?,
+        ..Options::default()
+    };
+    if let Some(t) = threads {
+        opts.threads = t;
+    }
+    if let Some(bar) = bar.clone() {
+        opts.progress = Some(Arc::new(move |n| bar.inc(n)));
+    }
+    opts.validate()?;
+    Ok(opts)
+}
+
+fn summary(name: &str, stats: &Stats, started: Instant, compressing: bool) {
+    let secs = started.elapsed().as_secs_f64().max(1e-6);
+    let ratio = stats.original_bytes as f64 / stats.archive_bytes.max(1) as f64;
+    let (from, to) = if compressing {
+        (stats.original_bytes, stats.archive_bytes)
+    } else {
+        (stats.archive_bytes, stats.original_bytes)
+    };
+    eprintln!(
+        "sep: {name}: {from} -> {to} bytes (ratio {ratio:.3}) in {secs:.2} s, {:.0} KB/s",
+        stats.original_bytes as f64 / 1000.0 / secs
+    );
+}
+
+/// Output destination: `None` is standard output.
+fn destination(
+    args: &CommonArgs,
+    default: impl FnOnce(&Path) -> Result<PathBuf, Failure>,
+) -> Result<Option<PathBuf>, Failure> {
+    if args.stdout {
+        return Ok(None);
+    }
+    match &args.output {
+        Some(p) if p == Path::new("-") => Ok(None),
+        Some(p) => Ok(Some(p.clone())),
+        None if is_stdio(&args.file) => Ok(None),
+        None => default(args.file.as_deref().unwrap_or(Path::new("-"))).map(Some),
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
+fn run_compress(args: CompressArgs) -> Result<(), Failure> {
+    let c = &args.common;
+    let dest = destination(c, |p| {
+        let mut s = p.as_os_str().to_owned();
+        s.push(".sep");
+        Ok(PathBuf::from(s))
+    })?;
+    if dest.is_none() && io::stdout().is_terminal() && !c.force {
+        return Err(Failure(
+            "refusing to write compressed data to a terminal (use -o, redirect, or -f)".into(),
+        ));
+    }
+    let in_path = c.file.as_ref().filter(|_| !is_stdio(&c.file));
+    if let (Some(i), Some(d)) = (in_path, dest.as_ref()) {
+        if same_file(i, d) {
+            return Err(Failure(format!(
+                "{}: input and output are the same file",
+                d.display()
+            )));
+        }
+    }
+    let (mut input, len, name) = Input::open(&c.file)?;
+    let bar = progress_bar(len, c.quiet);
+    let mut opts = options(c.threads, &bar)?;
+    if let Some(bs) = args.block_size {
+        opts.block_size = bs;
+        opts.validate()?;
+    }
+    let mut out = Output::create(dest.clone(), c.force)?;
+    let started = Instant::now();
+    let stats = {
+        let mut w = out.writer();
+        let r = sep::compress(input.reader(), &mut w, &opts);
+        let stats = r.map_err(|e| match (&e, &dest) {
+            (Error::Io(_), Some(d)) => with_path(d, e),
+            _ => with_path(Path::new(&name), e),
+        })?;
+        w.flush()
+            .map_err(|e| with_path(dest.as_deref().unwrap_or(Path::new("stdout")), e.into()))?;
+        stats
+    };
+    out.commit(in_path.map(|p| p.as_path()))?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if !c.quiet {
+        summary(&name, &stats, started, true);
+    }
+    Ok(())
+}
+
+fn run_decompress(c: CommonArgs) -> Result<(), Failure> {
+    let dest = destination(&c, |p| {
+        match p.to_str().and_then(|s| s.strip_suffix(".sep")) {
+            Some(stem) if !stem.is_empty() && !stem.ends_with('/') => Ok(PathBuf::from(stem)),
+            _ => Err(Failure(format!(
+                "{}: unknown suffix, expected .sep (use -o OUT or -c)",
+                p.display()
+            ))),
+        }
+    })?;
+    let in_path = c.file.as_ref().filter(|_| !is_stdio(&c.file));
+    if let (Some(i), Some(d)) = (in_path, dest.as_ref()) {
+        if same_file(i, d) {
+            return Err(Failure(format!(
+                "{}: input and output are the same file",
+                d.display()
+            )));
+        }
+    }
+    let (mut input, len, name) = Input::open(&c.file)?;
+    let bar = progress_bar(None, c.quiet);
+    let _ = len;
+    let opts = options(c.threads, &bar)?;
+    let mut out = Output::create(dest.clone(), c.force)?;
+    let started = Instant::now();
+    let stats = {
+        let mut w = out.writer();
+        let stats =
+            sep::decompress(input.reader(), &mut w, &opts).map_err(|e| match (&e, &dest) {
+                (Error::Io(io), Some(d)) if io.kind() != io::ErrorKind::UnexpectedEof => {
+                    with_path(d, e)
+                }
+                _ => with_path(Path::new(&name), e),
+            })?;
+        w.flush()
+            .map_err(|e| with_path(dest.as_deref().unwrap_or(Path::new("stdout")), e.into()))?;
+        stats
+    };
+    out.commit(in_path.map(|p| p.as_path()))?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if !c.quiet {
+        summary(&name, &stats, started, false);
+    }
+    Ok(())
+}
+
+fn run_info(file: PathBuf) -> Result<(), Failure> {
+    if file.is_dir() {
+        return Err(Failure(format!("{}: is a directory", file.display())));
+    }
+    let f = File::open(&file).map_err(|e| with_path(&file, e.into()))?;
+    let info = sep::inspect(io::BufReader::new(f)).map_err(|e| with_path(&file, e))?;
+    let t = &info.trailer;
+    let ratio = |orig: u64, arch: u64| orig as f64 / arch.max(1) as f64;
+    let mut s = String::new();
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        s,
+        "archive:        {} ({} bytes)",
+        file.display(),
+        info.archive_bytes
+    );
+    let _ = writeln!(s, "format version: {}", sep::format::VERSION);
+    let _ = writeln!(s, "engine version: {}", info.header.engine_version);
+    let _ = writeln!(s, "model:          {}", info.model.describe());
+    let _ = writeln!(s, "block size:     {} bytes", info.header.block_size);
+    let _ = writeln!(s, "original size:  {} bytes", t.total_len);
+    let _ = writeln!(
+        s,
+        "ratio:          {:.3}",
+        ratio(t.total_len, info.archive_bytes)
+    );
+    let _ = writeln!(s, "checksum:       xxh3-64 {:016x}", t.data_hash);
+    let _ = writeln!(s, "blocks:         {}", t.table.len());
+    let _ = writeln!(
+        s,
+        "{:>6} {:>12} {:<7} {:>12} {:>12} {:>7}",
+        "block", "offset", "codec", "original", "archived", "ratio"
+    );
+    for (i, e) in t.table.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "{i:>6} {:>12} {:<7} {:>12} {:>12} {:>7.3}",
+            e.offset,
+            e.codec.name(),
+            e.raw_len,
+            e.payload_len,
+            ratio(e.raw_len, e.payload_len)
+        );
+    }
+    io::stdout()
+        .write_all(s.as_bytes())
+        .map_err(|e| Failure(format!("stdout: {}", io_message(&e))))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Compress(a) => run_compress(a),
+        Cmd::Decompress(a) => run_decompress(a),
+        Cmd::Info { file } => run_info(file),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure(msg)) => {
+            eprintln!("sep: error: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
