@@ -18,7 +18,7 @@ const MAX_CONFIG_LEN: u32 = 4096;
 /// Tag byte that ends the block sequence and starts the trailer.
 const TAG_END: u8 = 0xFF;
 /// Size of a block record header after its tag byte.
-const RECORD_LEN: usize = 8 + 8 + 8 + 4;
+const RECORD_LEN: usize = 8 + 8 + 8 + 8 + 4;
 /// Size of one block table entry in the trailer.
 const TABLE_ENTRY_LEN: usize = 8 + 8 + 8 + 1;
 /// Fixed tail of the archive: trailer length (u64) + end magic.
@@ -180,6 +180,8 @@ pub struct BlockRecord {
     pub payload_len: u64,
     /// xxh3-64 of the block's original bytes.
     pub raw_hash: u64,
+    /// xxh3-64 of the payload bytes.
+    pub payload_hash: u64,
 }
 
 /// What follows a tag byte in the block sequence.
@@ -201,8 +203,9 @@ impl BlockRecord {
         b[1..9].copy_from_slice(&self.raw_len.to_le_bytes());
         b[9..17].copy_from_slice(&self.payload_len.to_le_bytes());
         b[17..25].copy_from_slice(&self.raw_hash.to_le_bytes());
-        let check = xxh3_64(&b[..25]) as u32;
-        b[25..29].copy_from_slice(&check.to_le_bytes());
+        b[25..33].copy_from_slice(&self.payload_hash.to_le_bytes());
+        let check = xxh3_64(&b[..33]) as u32;
+        b[33..37].copy_from_slice(&check.to_le_bytes());
         w.write_all(&b)
     }
 
@@ -217,7 +220,7 @@ impl BlockRecord {
         let mut all = [0u8; 1 + RECORD_LEN];
         all[0] = tag;
         all[1..].copy_from_slice(&rest);
-        if xxh3_64(&all[..25]) as u32 != u32_at(&all, 25) {
+        if xxh3_64(&all[..33]) as u32 != u32_at(&all, 33) {
             return Err(Error::Checksum("a block header".into()));
         }
         let rec = BlockRecord {
@@ -225,6 +228,7 @@ impl BlockRecord {
             raw_len: u64_at(&all, 1),
             payload_len: u64_at(&all, 9),
             raw_hash: u64_at(&all, 17),
+            payload_hash: u64_at(&all, 25),
         };
         rec.validate(block_size)?;
         Ok(Next::Block(rec))
@@ -298,6 +302,11 @@ impl Trailer {
         b.extend_from_slice(&len.to_le_bytes());
         b.extend_from_slice(&END_MAGIC);
         w.write_all(&b)
+    }
+
+    /// Bytes the end tag, trailer and tail occupy in the archive.
+    pub fn encoded_len(&self) -> u64 {
+        1 + 24 + (TABLE_ENTRY_LEN * self.table.len()) as u64 + 8 + TAIL_LEN
     }
 
     /// Reads the trailer after the end tag (already consumed) and the tail.
@@ -415,6 +424,7 @@ mod tests {
         };
         let mut b = vec![0u8; 7];
         t.write(&mut b).unwrap();
+        assert_eq!(b.len() as u64, 7 + t.encoded_len());
         assert_eq!(Trailer::read_from_end(&mut Cursor::new(&b)).unwrap(), t);
         assert_eq!(
             Trailer::read_after_tag(&mut Cursor::new(&b[8..])).unwrap(),

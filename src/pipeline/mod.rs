@@ -116,6 +116,7 @@ pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) 
                 raw_len: data.len() as u64,
                 payload_len: payload.len() as u64,
                 raw_hash,
+                payload_hash: xxh3_64(&payload),
             };
             table.push(TableEntry {
                 offset: out.count,
@@ -178,6 +179,9 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
                     input
                         .read_exact(&mut payload)
                         .map_err(|e| Error::eof_as_truncated(e, "inside a block"))?;
+                    if xxh3_64(&payload) != rec.payload_hash {
+                        return Err(Error::Checksum(format!("block {}", seen.len())));
+                    }
                     seen.push(TableEntry {
                         offset,
                         raw_len: rec.raw_len,
@@ -221,10 +225,9 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
         ));
     }
     output.flush()?;
-    let trailer_len = 1 + 24 + 25 * seen.len() as u64 + 8 + crate::format::TAIL_LEN;
     Ok(Stats {
         original_bytes: total,
-        archive_bytes: offset + trailer_len,
+        archive_bytes: offset + trailer.encoded_len(),
         blocks: seen.len() as u64,
     })
 }

@@ -1,0 +1,98 @@
+//! Round trips on real corpus files and the determinism contract (threads, kernel level).
+
+mod common;
+
+use common::*;
+use std::fs;
+
+/// A representative subset: prose, markup, source, an executable, a spreadsheet, float weights.
+const SUBSET: &[&str] = &[
+    "text/paper1",
+    "text/cp.html",
+    "text/fields.c",
+    "text/xargs.1",
+    "binary/obj2",
+    "binary/sum",
+    "binary/kennedy.xls",
+    "tensors/silero-vad-16k.f32.safetensors",
+];
+
+#[test]
+fn corpus_subset_round_trips() {
+    for name in SUBSET {
+        let data = fs::read(corpora().join(name)).unwrap();
+        let archive = round_trip(&data, &[]);
+        // Text and executables must shrink; float weights may be stored (small constant overhead).
+        let limit = if name.starts_with("tensors/") {
+            data.len() + 200
+        } else {
+            data.len() * 3 / 4
+        };
+        assert!(
+            archive.len() < limit,
+            "{name}: {} -> {}",
+            data.len(),
+            archive.len()
+        );
+    }
+}
+
+#[test]
+fn archives_identical_across_threads_and_kernels_and_decode_anywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::copy(corpora().join("text/paper2"), d.join("p")).unwrap();
+    let data = fs::read(d.join("p")).unwrap();
+    let mut archives = Vec::new();
+    for (threads, kernels) in [
+        ("1", "auto"),
+        ("2", "auto"),
+        ("2", "scalar"),
+        ("1", "scalar"),
+    ] {
+        let r = sep_env(
+            d,
+            &["compress", "-q", "-c", "--block-size", "16K", "p"],
+            b"",
+            &[("SEP_THREADS", threads), ("SEP_KERNELS", kernels)],
+        );
+        ok(&r);
+        archives.push(r.stdout);
+    }
+    assert!(
+        archives.iter().all(|a| *a == archives[0]),
+        "archives differ"
+    );
+    fs::write(d.join("p.sep"), &archives[0]).unwrap();
+    for (threads, kernels) in [
+        ("1", "scalar"),
+        ("2", "scalar"),
+        ("2", "auto"),
+        ("3", "auto"),
+    ] {
+        let r = sep_env(
+            d,
+            &["decompress", "-q", "-c", "p.sep"],
+            b"",
+            &[("SEP_THREADS", threads), ("SEP_KERNELS", kernels)],
+        );
+        ok(&r);
+        assert!(
+            r.stdout == data,
+            "decode with {threads} threads / {kernels} differs"
+        );
+    }
+}
+
+/// Every file of the shared corpora; slow, run with `cargo test --release -- --ignored`.
+#[test]
+#[ignore]
+fn all_corpora_round_trip() {
+    for set in ["text", "binary", "tensors"] {
+        for path in corpus_files(set) {
+            let data = fs::read(&path).unwrap();
+            let a = round_trip(&data, &[]);
+            eprintln!("{}: {} -> {}", path.display(), data.len(), a.len());
+        }
+    }
+}
