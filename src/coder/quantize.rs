@@ -18,20 +18,13 @@ const BUDGET: u64 = (TOTAL - 256) as u64;
 pub struct FreqTable {
     /// Frequency of each byte value.
     pub freq: [u32; 256],
-    /// Left cumulative frequency of each byte value; entry 256 equals [`TOTAL`].
-    cdf: [u32; 257],
-    cdf_valid: bool,
 }
 
 impl Default for FreqTable {
     fn default() -> Self {
-        let mut t = FreqTable {
+        FreqTable {
             freq: [TOTAL / 256; 256],
-            cdf: [0; 257],
-            cdf_valid: false,
-        };
-        t.build_cdf();
-        t
+        }
     }
 }
 
@@ -40,10 +33,7 @@ impl FreqTable {
     #[inline]
     pub fn left_and_freq(&self, symbol: u8) -> (u32, u32) {
         let s = symbol as usize;
-        if self.cdf_valid {
-            return (self.cdf[s], self.freq[s]);
-        }
-        // Sum of the first `s` entries; summed in 8 independent partials so it vectorises.
+        // Sum of the first `s` entries in 8 independent partials, so it vectorises.
         let mut acc = [0u32; 8];
         let full = s / 8 * 8;
         for chunk in self.freq[..full].chunks_exact(8) {
@@ -51,80 +41,107 @@ impl FreqTable {
                 acc[k] += chunk[k];
             }
         }
-        let mut left: u32 = acc.iter().sum();
-        for &f in &self.freq[full..s] {
-            left += f;
-        }
+        let left = acc.iter().sum::<u32>() + self.freq[full..s].iter().sum::<u32>();
         (left, self.freq[s])
     }
 
-    /// Builds the cumulative table used by the decoder's search.
-    pub fn build_cdf(&mut self) {
-        let mut run = 0u32;
-        for (c, &f) in self.cdf.iter_mut().zip(self.freq.iter()) {
-            *c = run;
-            run += f;
-        }
-        self.cdf[256] = run;
-        self.cdf_valid = true;
-    }
-
-    /// Symbol whose interval contains `quantile`, with its left cumulative and frequency.
-    /// Requires [`FreqTable::build_cdf`] to have run.
+    /// Symbol whose interval contains `quantile` (< [`TOTAL`]), with its left cumulative and
+    /// frequency.
     #[inline]
     pub fn find(&self, quantile: u32) -> (u8, u32, u32) {
-        debug_assert!(self.cdf_valid);
-        // Branch-light binary search over cdf[0..256]: largest s with cdf[s] <= quantile.
-        let mut lo = 0usize;
-        let mut step = 128usize;
-        while step > 0 {
-            if self.cdf[lo + step] <= quantile {
-                lo += step;
-            }
-            step >>= 1;
+        // Two levels: sums of 16 blocks of 16 (vectorised), then a walk inside one block.
+        let mut sums = [0u32; 16];
+        for (sum, block) in sums.iter_mut().zip(self.freq.chunks_exact(16)) {
+            *sum = block.iter().sum();
         }
-        (lo as u8, self.cdf[lo], self.freq[lo])
+        let mut left = 0u32;
+        let mut b = 0usize;
+        while b < 15 && left + sums[b] <= quantile {
+            left += sums[b];
+            b += 1;
+        }
+        let mut i = b * 16;
+        while i < b * 16 + 15 && left + self.freq[i] <= quantile {
+            left += self.freq[i];
+            i += 1;
+        }
+        (i as u8, left, self.freq[i])
     }
 }
 
 /// Quantises `probs` (non-negative, any scale up to 1.0 each) into `table`.
 ///
 /// Non-finite or negative entries count as zero; an all-zero input gives the uniform table.
+/// Runs at the engine's SIMD level; every level produces the same table.
 pub fn quantize(probs: &[f32; 256], table: &mut FreqTable) {
-    let mut w = [0u32; 256];
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::engine::{level, KernelLevel};
+        match level() {
+            // SAFETY: the level is only ever set to one the CPU supports (engine::set_level).
+            KernelLevel::Avx512 => return unsafe { quantize_avx512(probs, table) },
+            KernelLevel::Avx2 => return unsafe { quantize_avx2(probs, table) },
+            KernelLevel::Scalar => {}
+        }
+    }
+    quantize_body(probs, table)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn quantize_avx2(probs: &[f32; 256], table: &mut FreqTable) {
+    quantize_body(probs, table)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
+unsafe fn quantize_avx512(probs: &[f32; 256], table: &mut FreqTable) {
+    quantize_body(probs, table)
+}
+
+/// The quantiser; only exact float operations, then integers, so any SIMD level gives equal bits.
+#[inline(always)]
+fn quantize_body(probs: &[f32; 256], table: &mut FreqTable) {
     let scale = (1u32 << FIXED_SHIFT) as f32;
+    let mut w = [0u32; 256];
     for (wi, &p) in w.iter_mut().zip(probs.iter()) {
-        // `as` saturates: NaN -> 0, negatives -> 0, > 1.0 clamps below.
-        let v = (p * scale) as u32;
-        *wi = v.min(1 << FIXED_SHIFT);
+        // max() maps NaN and negatives to 0 and min() caps at 2^20, so v is finite and in range.
+        let v = (p * scale).max(0.0).min(scale);
+        // SAFETY: v is finite and within 0..=2^20, representable as i32; truncation is exact.
+        *wi = unsafe { v.to_int_unchecked::<i32>() } as u32;
     }
     quantize_fixed(&w, table);
 }
 
 /// Quantises fixed-point weights (each at most 2^20) into `table`.
+#[inline(always)]
 pub fn quantize_fixed(w: &[u32; 256], table: &mut FreqTable) {
-    let sum: u64 = w.iter().map(|&x| x as u64).sum();
+    // Each w <= 2^20, so the sum of 256 fits in u32.
+    let sum: u32 = w.iter().fold(0u32, |a, &x| a.wrapping_add(x));
     if sum == 0 {
         *table = FreqTable::default();
         return;
     }
-    // m = BUDGET * 2^32 / sum, so that (w * m) >> 32 ~= w * BUDGET / sum, never exceeding it.
-    let m = (BUDGET << 32) / sum;
+    // m = floor(BUDGET * 2^24 / sum): (w * m) >> 24 ~= w * BUDGET / sum and never exceeds it.
+    let m = (BUDGET << 24) / sum as u64;
     let mut total = 0u32;
-    let mut best = 0usize;
-    let mut best_w = 0u32;
-    for (i, (&wi, f)) in w.iter().zip(table.freq.iter_mut()).enumerate() {
-        let q = 1 + ((wi as u64 * m) >> 32) as u32;
-        *f = q;
-        total += q;
-        if wi > best_w {
-            best_w = wi;
-            best = i;
+    if m <= u32::MAX as u64 {
+        // Common case (sum >= 2^16): 32x32->64 multiplies, which vectorise.
+        let m32 = m as u32;
+        for (&wi, f) in w.iter().zip(table.freq.iter_mut()) {
+            *f = 1 + ((wi as u64 * m32 as u64) >> 24) as u32;
+            total = total.wrapping_add(*f);
+        }
+    } else {
+        for (&wi, f) in w.iter().zip(table.freq.iter_mut()) {
+            *f = 1 + ((wi as u64 * m) >> 24) as u32;
+            total = total.wrapping_add(*f);
         }
     }
-    // Rounding leaves a small remainder; the most probable symbol takes it.
+    // Rounding leaves a small remainder; the first most probable symbol takes it.
+    let max = w.iter().fold(0u32, |a, &x| a.max(x));
+    let best = w.iter().position(|&x| x == max).unwrap_or(0);
     table.freq[best] += TOTAL - total;
-    table.cdf_valid = false;
 }
 
 #[cfg(test)]
@@ -177,18 +194,61 @@ mod tests {
     }
 
     #[test]
-    fn left_sum_and_search_agree_with_cdf() {
+    fn every_simd_level_gives_the_scalar_table() {
+        let mut seed = 99u32;
+        let mut p = [0f32; 256];
+        for round in 0..500 {
+            for (i, x) in p.iter_mut().enumerate() {
+                seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
+                let r = (seed >> 8) as f32 / (1u32 << 24) as f32;
+                *x = match round % 5 {
+                    0 => r,
+                    1 => r * r * r * r * 1e-3,
+                    2 => {
+                        if i == round % 256 {
+                            0.999
+                        } else {
+                            r * 1e-6
+                        }
+                    }
+                    3 => r - 0.5,
+                    _ => r * 4.0,
+                };
+            }
+            let mut want = FreqTable::default();
+            quantize_body(&p, &mut want);
+            #[cfg(target_arch = "x86_64")]
+            {
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    let mut t = FreqTable::default();
+                    unsafe { quantize_avx2(&p, &mut t) };
+                    assert_eq!(t.freq, want.freq, "avx2, round {round}");
+                }
+                if std::arch::is_x86_feature_detected!("avx512bw")
+                    && std::arch::is_x86_feature_detected!("avx512dq")
+                    && std::arch::is_x86_feature_detected!("avx512vl")
+                {
+                    let mut t = FreqTable::default();
+                    unsafe { quantize_avx512(&p, &mut t) };
+                    assert_eq!(t.freq, want.freq, "avx512, round {round}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn left_sum_and_search_agree_with_prefix_sums() {
         let mut t = FreqTable::default();
         let mut p = [0f32; 256];
         for (i, x) in p.iter_mut().enumerate() {
             *x = ((i * 37) % 101) as f32 / 12000.0;
         }
         quantize(&p, &mut t);
-        let direct: Vec<(u32, u32)> = (0..=255u8).map(|s| t.left_and_freq(s)).collect();
-        t.build_cdf();
+        let mut run = 0;
         for s in 0..=255u8 {
-            assert_eq!(direct[s as usize], t.left_and_freq(s));
-            let (l, f) = direct[s as usize];
+            let (l, f) = t.left_and_freq(s);
+            assert_eq!((l, f), (run, t.freq[s as usize]));
+            run += f;
             assert_eq!(t.find(l), (s, l, f));
             assert_eq!(t.find(l + f - 1), (s, l, f));
         }

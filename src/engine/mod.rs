@@ -8,6 +8,30 @@ use crate::error::{Error, Result};
 /// Determinism version of the engine; archives record it and decoders refuse other versions.
 pub const ENGINE_VERSION: u32 = 1;
 
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// Process-wide level; `UNSET` until first use or `set_level`.
+static LEVEL: AtomicU8 = AtomicU8::new(UNSET);
+const UNSET: u8 = u8::MAX;
+
+/// The SIMD level the kernels of this process run at (the detected one unless set).
+pub fn level() -> KernelLevel {
+    match LEVEL.load(Ordering::Relaxed) {
+        0 => KernelLevel::Scalar,
+        1 => KernelLevel::Avx2,
+        2 => KernelLevel::Avx512,
+        _ => set_level(KernelLevel::detect()),
+    }
+}
+
+/// Sets the process-wide SIMD level, capped at what the CPU supports; returns the level in force.
+/// Every level computes identical bits, so changing it between runs changes speed only.
+pub fn set_level(wanted: KernelLevel) -> KernelLevel {
+    let l = wanted.min(KernelLevel::detect());
+    LEVEL.store(l as u8, Ordering::Relaxed);
+    l
+}
+
 /// SIMD level the kernels run at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum KernelLevel {
@@ -15,7 +39,7 @@ pub enum KernelLevel {
     Scalar,
     /// x86-64 AVX2 (+FMA available but never contracted).
     Avx2,
-    /// x86-64 AVX-512F.
+    /// x86-64 AVX-512 (F, BW, DQ, VL).
     Avx512,
 }
 
@@ -24,7 +48,11 @@ impl KernelLevel {
     pub fn detect() -> Self {
         #[cfg(target_arch = "x86_64")]
         {
-            if std::arch::is_x86_feature_detected!("avx512f") {
+            if std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512bw")
+                && std::arch::is_x86_feature_detected!("avx512dq")
+                && std::arch::is_x86_feature_detected!("avx512vl")
+            {
                 return KernelLevel::Avx512;
             }
             if std::arch::is_x86_feature_detected!("avx2") {

@@ -60,7 +60,6 @@ pub fn decode_block(
                 for slot in chunk.iter_mut() {
                     predictor.predict(&mut probs);
                     quantize(&probs, &mut table);
-                    table.build_cdf();
                     let b = dec.decode(&table)?;
                     *slot = b;
                     predictor.update(b);

@@ -4,7 +4,7 @@ mod block;
 
 pub use block::{decode_block, encode_block, ProgressFn};
 
-use crate::engine::ENGINE_VERSION;
+use crate::engine::{set_level, ENGINE_VERSION};
 use crate::error::{Error, Result};
 use crate::format::{BlockRecord, Header, Next, TableEntry, Trailer};
 use crate::model::ModelConfig;
@@ -69,6 +69,7 @@ impl<W: Write> Write for Counting<W> {
 /// Compresses `input` into `output` as a complete archive.
 pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) -> Result<Stats> {
     opts.validate()?;
+    set_level(opts.kernels);
     let header = Header {
         flags: 0,
         engine_version: ENGINE_VERSION,
@@ -148,6 +149,7 @@ pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) 
 /// Decompresses a complete archive from `input` into `output`, verifying every checksum.
 pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options) -> Result<Stats> {
     opts.validate()?;
+    set_level(opts.kernels);
     let (header, header_len) = Header::read(input)?;
     if header.engine_version != ENGINE_VERSION {
         return Err(Error::EngineVersion {
