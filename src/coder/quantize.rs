@@ -69,11 +69,12 @@ impl FreqTable {
     }
 }
 
-/// Quantises `probs` (non-negative, any scale up to 1.0 each) into `table`.
+/// Quantises the first 256 entries of `probs` (missing ones count as zero; each non-negative, up
+/// to 1.0) into `table`.
 ///
 /// Non-finite or negative entries count as zero; an all-zero input gives the uniform table.
 /// Runs at the engine's SIMD level; every level produces the same table.
-pub fn quantize(probs: &[f32; 256], table: &mut FreqTable) {
+pub fn quantize(probs: &[f32], table: &mut FreqTable) {
     #[cfg(target_arch = "x86_64")]
     {
         use crate::engine::{level, KernelLevel};
@@ -89,19 +90,19 @@ pub fn quantize(probs: &[f32; 256], table: &mut FreqTable) {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn quantize_avx2(probs: &[f32; 256], table: &mut FreqTable) {
+unsafe fn quantize_avx2(probs: &[f32], table: &mut FreqTable) {
     quantize_body(probs, table)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
-unsafe fn quantize_avx512(probs: &[f32; 256], table: &mut FreqTable) {
+unsafe fn quantize_avx512(probs: &[f32], table: &mut FreqTable) {
     quantize_body(probs, table)
 }
 
 /// The quantiser; only exact float operations, then integers, so any SIMD level gives equal bits.
 #[inline(always)]
-fn quantize_body(probs: &[f32; 256], table: &mut FreqTable) {
+fn quantize_body(probs: &[f32], table: &mut FreqTable) {
     let scale = (1u32 << FIXED_SHIFT) as f32;
     let mut w = [0u32; 256];
     for (wi, &p) in w.iter_mut().zip(probs.iter()) {

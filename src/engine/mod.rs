@@ -3,6 +3,8 @@
 //! Every value that reaches a probability is computed with a fixed operation order, so results are
 //! identical whatever SIMD level runs them. `SEP_KERNELS` forces a level (a testing knob).
 
+pub mod kernels;
+
 use crate::error::{Error, Result};
 
 /// Determinism version of the engine; archives record it and decoders refuse other versions.

@@ -1,8 +1,14 @@
 //! Byte predictors and their configuration as recorded in the archive header.
 
 mod context;
+mod experts;
+pub mod lanes;
+mod net;
+mod neural;
 
 pub use context::ContextModel;
+pub use net::NetConfig;
+pub use neural::{NeuralConfig, NeuralModel};
 
 use crate::error::{Error, Result};
 
@@ -24,13 +30,16 @@ pub enum ModelConfig {
         /// Weight constant of the order-2 statistics.
         k2: u8,
     },
+    /// The sep predictor: count experts + match model + network, mixed in the logit domain.
+    Neural(NeuralConfig),
 }
 
 const MODEL_CONTEXT: u8 = 1;
+const MODEL_NEURAL: u8 = 2;
 
 impl Default for ModelConfig {
     fn default() -> Self {
-        ModelConfig::Context { k1: 4, k2: 2 }
+        ModelConfig::Neural(NeuralConfig::default())
     }
 }
 
@@ -39,6 +48,14 @@ impl ModelConfig {
     pub fn to_bytes(&self) -> Vec<u8> {
         match *self {
             ModelConfig::Context { k1, k2 } => vec![MODEL_CONTEXT, k1, k2],
+            ModelConfig::Neural(c) => {
+                let mut b = vec![MODEL_NEURAL];
+                b.extend_from_slice(&c.max_lanes.to_le_bytes());
+                b.extend_from_slice(&c.min_lane.to_le_bytes());
+                b.extend_from_slice(&c.mix_lr.to_le_bytes());
+                b.extend_from_slice(&c.net.hidden.to_le_bytes());
+                b
+            }
         }
     }
 
@@ -48,6 +65,19 @@ impl ModelConfig {
             [MODEL_CONTEXT, k1, k2] if *k1 > 0 && *k2 > 0 => {
                 Ok(ModelConfig::Context { k1: *k1, k2: *k2 })
             }
+            [MODEL_NEURAL, rest @ ..] if rest.len() == 10 => {
+                let u16_at = |i: usize| u16::from_le_bytes([rest[i], rest[i + 1]]);
+                let c = NeuralConfig {
+                    max_lanes: u16_at(0),
+                    min_lane: u32::from_le_bytes([rest[2], rest[3], rest[4], rest[5]]),
+                    mix_lr: u16_at(6),
+                    net: NetConfig { hidden: u16_at(8) },
+                };
+                if c.max_lanes == 0 || c.max_lanes > 1024 || c.min_lane == 0 || c.net.hidden > 4096 {
+                    return Err(Error::Corrupt("model configuration out of range".into()));
+                }
+                Ok(ModelConfig::Neural(c))
+            }
             [id, ..] => Err(Error::Corrupt(format!(
                 "unknown model configuration (id {id}, {} bytes)",
                 b.len()
@@ -56,10 +86,11 @@ impl ModelConfig {
         }
     }
 
-    /// A fresh predictor in its initial state.
-    pub fn build(&self) -> Box<dyn Predictor + Send> {
+    /// A fresh single-stream predictor, for the models that are one.
+    pub fn build(&self) -> Option<Box<dyn Predictor + Send>> {
         match *self {
-            ModelConfig::Context { k1, k2 } => Box::new(ContextModel::new(k1, k2)),
+            ModelConfig::Context { k1, k2 } => Some(Box::new(ContextModel::new(k1, k2))),
+            ModelConfig::Neural(_) => None,
         }
     }
 
@@ -67,6 +98,10 @@ impl ModelConfig {
     pub fn describe(&self) -> String {
         match *self {
             ModelConfig::Context { k1, k2 } => format!("context o0-2 (k1={k1}, k2={k2})"),
+            ModelConfig::Neural(c) => format!(
+                "sep neural (experts o0-8 + match + mlp {} hidden; lanes <= {}, >= {} bytes each)",
+                c.net.hidden, c.max_lanes, c.min_lane
+            ),
         }
     }
 }
@@ -78,6 +113,8 @@ mod tests {
     #[test]
     fn config_round_trips_and_rejects_unknown() {
         let c = ModelConfig::default();
+        assert_eq!(ModelConfig::from_bytes(&c.to_bytes()).unwrap(), c);
+        let c = ModelConfig::Context { k1: 4, k2: 2 };
         assert_eq!(ModelConfig::from_bytes(&c.to_bytes()).unwrap(), c);
         assert!(ModelConfig::from_bytes(&[9, 1, 1]).is_err());
         assert!(ModelConfig::from_bytes(&[MODEL_CONTEXT, 0, 1]).is_err());

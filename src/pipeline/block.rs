@@ -3,7 +3,7 @@
 use crate::coder::{quantize, FreqTable, LaneDecoder, LaneEncoder};
 use crate::error::{Error, Result};
 use crate::format::Codec;
-use crate::model::ModelConfig;
+use crate::model::{ModelConfig, NeuralConfig, NeuralModel, Predictor};
 
 /// Bytes between two progress reports.
 const PROGRESS_EVERY: usize = 1 << 16;
@@ -13,21 +13,12 @@ pub type ProgressFn<'a> = &'a (dyn Fn(u64) + Sync);
 
 /// Codes one block; falls back to storing it when coding would not make it smaller.
 pub fn encode_block(data: &[u8], model: &ModelConfig, progress: ProgressFn) -> (Codec, Vec<u8>) {
-    let mut predictor = model.build();
-    let mut probs = [0f32; 256];
-    let mut table = FreqTable::default();
-    let mut enc = LaneEncoder::new();
-    for chunk in data.chunks(PROGRESS_EVERY) {
-        for &b in chunk {
-            predictor.predict(&mut probs);
-            quantize(&probs, &mut table);
-            enc.encode(b, &table);
-            predictor.update(b);
-        }
-        progress(chunk.len() as u64);
-    }
-    let payload = enc.finish();
-    if payload.len() < data.len() {
+    let payload = match (model, model.build()) {
+        (ModelConfig::Neural(cfg), _) => encode_lanes(data, *cfg, progress),
+        (_, Some(p)) => encode_stream(data, p, progress),
+        (_, None) => Vec::new(),
+    };
+    if !payload.is_empty() && payload.len() < data.len() {
         (Codec::Model, payload)
     } else {
         (Codec::Stored, data.to_vec())
@@ -50,23 +41,132 @@ pub fn decode_block(
             progress(raw_len as u64);
             Ok(payload)
         }
-        Codec::Model => {
-            let mut predictor = model.build();
-            let mut probs = [0f32; 256];
-            let mut table = FreqTable::default();
-            let mut dec = LaneDecoder::new(&payload)?;
-            let mut out = vec![0u8; raw_len];
-            for chunk in out.chunks_mut(PROGRESS_EVERY) {
-                for slot in chunk.iter_mut() {
-                    predictor.predict(&mut probs);
-                    quantize(&probs, &mut table);
-                    let b = dec.decode(&table)?;
-                    *slot = b;
-                    predictor.update(b);
-                }
-                progress(chunk.len() as u64);
-            }
-            Ok(out)
+        Codec::Model => match (model, model.build()) {
+            (ModelConfig::Neural(cfg), _) => decode_lanes(&payload, raw_len, *cfg, progress),
+            (_, Some(p)) => decode_stream(&payload, raw_len, p, progress),
+            (_, None) => Err(Error::Corrupt("model cannot decode a block".into())),
+        },
+    }
+}
+
+fn encode_stream(data: &[u8], mut predictor: Box<dyn Predictor + Send>, progress: ProgressFn) -> Vec<u8> {
+    let mut probs = [0f32; 256];
+    let mut table = FreqTable::default();
+    let mut enc = LaneEncoder::new();
+    for chunk in data.chunks(PROGRESS_EVERY) {
+        for &b in chunk {
+            predictor.predict(&mut probs);
+            quantize(&probs, &mut table);
+            enc.encode(b, &table);
+            predictor.update(b);
+        }
+        progress(chunk.len() as u64);
+    }
+    enc.finish()
+}
+
+fn decode_stream(
+    payload: &[u8],
+    raw_len: usize,
+    mut predictor: Box<dyn Predictor + Send>,
+    progress: ProgressFn,
+) -> Result<Vec<u8>> {
+    let mut probs = [0f32; 256];
+    let mut table = FreqTable::default();
+    let mut dec = LaneDecoder::new(payload)?;
+    let mut out = vec![0u8; raw_len];
+    for chunk in out.chunks_mut(PROGRESS_EVERY) {
+        for slot in chunk.iter_mut() {
+            predictor.predict(&mut probs);
+            quantize(&probs, &mut table);
+            let b = dec.decode(&table)?;
+            *slot = b;
+            predictor.update(b);
+        }
+        progress(chunk.len() as u64);
+    }
+    Ok(out)
+}
+
+/// Lane payload: lane count (u16), each lane's coded length (u32), then the lanes' streams.
+fn encode_lanes(data: &[u8], cfg: NeuralConfig, progress: ProgressFn) -> Vec<u8> {
+    let mut model = NeuralModel::new(cfg, data.len());
+    let lanes = model.lanes();
+    let mut encs: Vec<LaneEncoder> = (0..lanes.count).map(|_| LaneEncoder::new()).collect();
+    let mut table = FreqTable::default();
+    let mut bytes = vec![0u8; lanes.count];
+    let mut pending = 0usize;
+    for step in 0..lanes.steps() {
+        let active = lanes.active(step);
+        let probs = model.predict(step, active);
+        for (l, enc) in encs.iter_mut().enumerate().take(active) {
+            let b = data[lanes.start(l) + step];
+            bytes[l] = b;
+            quantize(&probs[l * 256..l * 256 + 256], &mut table);
+            enc.encode(b, &table);
+        }
+        model.learn(step, &bytes[..active]);
+        pending += active;
+        if pending >= PROGRESS_EVERY {
+            progress(pending as u64);
+            pending = 0;
         }
     }
+    progress(pending as u64);
+    let streams: Vec<Vec<u8>> = encs.into_iter().map(LaneEncoder::finish).collect();
+    let mut out = Vec::with_capacity(2 + 4 * streams.len() + streams.iter().map(Vec::len).sum::<usize>());
+    out.extend_from_slice(&(lanes.count as u16).to_le_bytes());
+    for s in &streams {
+        out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    }
+    for s in &streams {
+        out.extend_from_slice(s);
+    }
+    out
+}
+
+fn decode_lanes(payload: &[u8], raw_len: usize, cfg: NeuralConfig, progress: ProgressFn) -> Result<Vec<u8>> {
+    let mut model = NeuralModel::new(cfg, raw_len);
+    let lanes = model.lanes();
+    let corrupt = |what: &str| Error::Corrupt(format!("lane layout: {what}"));
+    if payload.len() < 2 + 4 * lanes.count {
+        return Err(corrupt("too short"));
+    }
+    if u16::from_le_bytes([payload[0], payload[1]]) as usize != lanes.count {
+        return Err(corrupt("lane count does not match the block"));
+    }
+    let mut at = 2 + 4 * lanes.count;
+    let mut decs = Vec::with_capacity(lanes.count);
+    for l in 0..lanes.count {
+        let o = 2 + 4 * l;
+        let len = u32::from_le_bytes([payload[o], payload[o + 1], payload[o + 2], payload[o + 3]]) as usize;
+        let end = at.checked_add(len).filter(|&e| e <= payload.len()).ok_or_else(|| corrupt("lane overruns the payload"))?;
+        decs.push(LaneDecoder::new(&payload[at..end])?);
+        at = end;
+    }
+    if at != payload.len() {
+        return Err(corrupt("bytes after the last lane"));
+    }
+    let mut out = vec![0u8; raw_len];
+    let mut table = FreqTable::default();
+    let mut bytes = vec![0u8; lanes.count];
+    let mut pending = 0usize;
+    for step in 0..lanes.steps() {
+        let active = lanes.active(step);
+        let probs = model.predict(step, active);
+        for (l, dec) in decs.iter_mut().enumerate().take(active) {
+            quantize(&probs[l * 256..l * 256 + 256], &mut table);
+            let b = dec.decode(&table)?;
+            bytes[l] = b;
+            out[lanes.start(l) + step] = b;
+        }
+        model.learn(step, &bytes[..active]);
+        pending += active;
+        if pending >= PROGRESS_EVERY {
+            progress(pending as u64);
+            pending = 0;
+        }
+    }
+    progress(pending as u64);
+    Ok(out)
 }

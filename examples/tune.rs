@@ -1,0 +1,35 @@
+//! Model tuning harness: codes files with a configuration from the environment and prints sizes.
+//! `cargo run --release --example tune -- FILE...` (env: SEP_LANES, SEP_MIN_LANE, SEP_MIX_LR,
+//! SEP_HIDDEN). Encode only; the round trip is covered by the tests and the corpus bench.
+
+use sep::model::{ModelConfig, NeuralConfig};
+use std::time::Instant;
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn main() {
+    let mut cfg = NeuralConfig::default();
+    cfg.max_lanes = env_or("SEP_LANES", cfg.max_lanes);
+    cfg.min_lane = env_or("SEP_MIN_LANE", cfg.min_lane);
+    cfg.mix_lr = env_or("SEP_MIX_LR", cfg.mix_lr);
+    cfg.net.hidden = env_or("SEP_HIDDEN", cfg.net.hidden);
+    let model = ModelConfig::Neural(cfg);
+    let mut total = 0usize;
+    for path in std::env::args().skip(1) {
+        let data = std::fs::read(&path).expect("read input");
+        let t = Instant::now();
+        let (_, payload) = sep::pipeline::encode_block(&data, &model, &|_| {});
+        let secs = t.elapsed().as_secs_f64();
+        total += payload.len();
+        println!(
+            "{path}: {} -> {} ({:.3} bpc, {:.0} KB/s)",
+            data.len(),
+            payload.len(),
+            payload.len() as f64 * 8.0 / data.len() as f64,
+            data.len() as f64 / 1000.0 / secs
+        );
+    }
+    println!("total {total}");
+}
