@@ -1,17 +1,46 @@
 //! Count-based experts over the bytes already coded: dense order-0/1/2 statistics, hashed
-//! higher-order contexts with a few symbols each, and a long-range match model.
+//! contexts (higher orders, words, sparse byte patterns) with a few symbols each, and a
+//! long-range match model.
 //!
 //! Each expert turns its statistics into log-probability evidence for the next byte; the mixer
 //! weighs that evidence by learned, confidence-dependent weights in the logit domain.
 
-use crate::engine::kernels::ln_fixed;
+use crate::engine::kernels::{ln_fixed, sum_fixed};
 
-/// Orders of the hashed context experts.
-pub const HASHED_ORDERS: [usize; 4] = [3, 4, 6, 8];
+/// A hashed context: which earlier bytes (or which words) select the statistics.
+#[derive(Clone, Copy, Debug)]
+pub enum ContextKind {
+    /// The `n` bytes before the predicted one.
+    Order(usize),
+    /// Bytes at the given distances (bit i set: byte i+1 back), for binary structure.
+    Sparse(u32),
+    /// The current word's letters (case folded) plus the byte before it.
+    Word,
+    /// The previous and the current word.
+    Words2,
+}
+
+/// The hashed experts, in weight-table order.
+pub const HASHED: [ContextKind; 10] = [
+    ContextKind::Order(3),
+    ContextKind::Order(4),
+    ContextKind::Order(5),
+    ContextKind::Order(6),
+    ContextKind::Order(8),
+    ContextKind::Order(12),
+    ContextKind::Word,
+    ContextKind::Words2,
+    ContextKind::Sparse(0b1110),
+    ContextKind::Sparse(0b1010_1010),
+];
+/// Number of hashed experts.
+pub const N_HASHED: usize = HASHED.len();
+/// How many leading entries of `HASHED` are plain orders (they pick the weight set).
+pub const N_ORDERS: usize = 6;
 /// Symbols remembered per hashed context.
 const SLOT_SYMS: usize = 7;
 /// Count total that triggers halving in hashed contexts.
-const SLOT_LIMIT: u32 = 250;
+const SLOT_LIMIT: u16 = 250;
 /// Count total that triggers halving in dense tables.
 const DENSE_LIMIT: [u32; 3] = [60_000, 2_000, 250];
 /// Shortest match the match model looks up.
@@ -23,29 +52,34 @@ pub const DENSE_CLASSES: usize = 8;
 /// Match-length buckets.
 pub const MATCH_CLASSES: usize = 16;
 
-/// One hashed context: a check tag and up to `SLOT_SYMS` symbols with counts.
+/// One hashed context: a check tag, up to `SLOT_SYMS` symbols with counts, the last one seen.
 #[derive(Clone, Copy, Default)]
 #[repr(C)]
 struct Slot {
     check: u16,
     total: u16,
     n: u8,
+    last: u8,
     syms: [u8; SLOT_SYMS],
     counts: [u16; SLOT_SYMS],
 }
 
-/// Evidence of one expert for one lane: sparse (symbol, value) pairs or a dense row, with the
-/// index of the weight that scales it.
+/// Evidence of one hashed expert for one lane.
 #[derive(Clone, Copy, Default)]
 pub struct Sparse {
-    /// Number of valid entries.
+    /// Number of valid entries (0: the expert has nothing to say).
     pub n: u8,
     /// Symbols with evidence.
     pub syms: [u8; SLOT_SYMS],
     /// Log-odds evidence of each symbol against an unseen one.
     pub vals: [f32; SLOT_SYMS],
-    /// Weight index (class) selected by the expert's confidence; `usize::MAX` when inactive.
+    /// The symbol seen last in this context.
+    pub last: u8,
+    /// Confidence class (weight index within the expert).
     pub class: usize,
+    /// Slot index and check tag of the context, reused by the update.
+    slot: usize,
+    check: u16,
 }
 
 fn bucket_total(t: u32) -> usize {
@@ -60,38 +94,24 @@ fn bucket_total(t: u32) -> usize {
     }
 }
 
-/// Statistics of all experts, shared by every lane of a block.
-pub struct Experts {
-    c0: Vec<u16>,
-    t0: u32,
-    c1: Vec<u16>,
-    t1: Vec<u32>,
-    c2: Vec<u16>,
-    t2: Vec<u32>,
-    slots: Vec<Vec<Slot>>,
-    slot_bits: u32,
-    match_table: Vec<u32>,
-    match_bits: u32,
-    /// ln(c + 0.5) for every dense count value.
-    ln_count: Vec<f32>,
-}
-
-/// Per-lane match state: where the current match continues and how long it is.
+/// Per-lane state that is not in the shared tables: match and word positions.
 #[derive(Clone, Copy, Default)]
-pub struct MatchState {
-    /// Position in the block whose byte is predicted next (valid when len > 0).
+pub struct LaneState {
+    /// Position in the block whose byte the match predicts next (valid when `len > 0`).
     pub ptr: usize,
     /// Length of the current match in bytes.
     pub len: usize,
+    word: u64,
+    prev_word: u64,
 }
 
-impl MatchState {
-    /// Length bucket for the match weight and the net's features (0 = no match).
+impl LaneState {
+    /// Match-length bucket (0 = no match).
     pub fn bucket(&self) -> usize {
         match self.len {
             0 => 0,
-            1..=15 => 1 + (self.len - 1) / 2, // 1..=7
-            16..=31 => 8 + (self.len - 16) / 4, // 8..=11
+            1..=15 => 1 + (self.len - 1) / 2,
+            16..=31 => 8 + (self.len - 16) / 4,
             32..=63 => 12,
             64..=127 => 13,
             128..=511 => 14,
@@ -100,20 +120,68 @@ impl MatchState {
     }
 }
 
-/// Hash of the `order` bytes before `pos` within `[start, pos)`, bytes before `start` read as 0.
-fn context_hash(hist: &[u8], start: usize, pos: usize, order: usize) -> u64 {
-    let mut h: u64 = (order as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    for i in 1..=order {
-        let b = if pos >= start + i { hist[pos - i] } else { 0 };
-        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01B3).rotate_left(7);
+const K1: u64 = 0x9E37_79B9_7F4A_7C15;
+const K2: u64 = 0xD6E8_FEB8_6659_FD93;
+
+#[inline]
+fn mix(h: u64, v: u64) -> u64 {
+    (h ^ v).wrapping_mul(K1).rotate_left(23)
+}
+
+/// Byte `i` back from `pos` within the lane starting at `start` (0 before the lane).
+#[inline]
+fn back(hist: &[u8], start: usize, pos: usize, i: usize) -> u64 {
+    if pos >= start + i {
+        hist[pos - i] as u64
+    } else {
+        0
     }
-    h.wrapping_mul(0xD6E8_FEB8_6659_FD93)
+}
+
+/// Hash of context `kind` for the byte at `pos`.
+fn context_hash(kind: ContextKind, k: usize, hist: &[u8], start: usize, pos: usize, ls: &LaneState) -> u64 {
+    let mut h = mix(K2, k as u64 + 1);
+    match kind {
+        ContextKind::Order(n) => {
+            for i in 1..=n {
+                h = mix(h, back(hist, start, pos, i));
+            }
+        }
+        ContextKind::Sparse(mask) => {
+            for i in 0..32 {
+                if mask & (1 << i) != 0 {
+                    h = mix(h, back(hist, start, pos, i + 1) | ((i as u64) << 8));
+                }
+            }
+        }
+        ContextKind::Word => {
+            h = mix(mix(h, ls.word), if ls.word == 0 { back(hist, start, pos, 1) } else { 0 });
+        }
+        ContextKind::Words2 => h = mix(mix(h, ls.word), ls.prev_word),
+    }
+    h.wrapping_mul(K2)
+}
+
+/// Statistics of all experts, shared by every lane of a block.
+pub struct Experts {
+    c0: Vec<u16>,
+    t0: u32,
+    c1: Vec<u16>,
+    t1: Vec<u32>,
+    c2: Vec<u16>,
+    t2: Vec<u32>,
+    slots: Vec<Slot>,
+    slot_bits: u32,
+    match_table: Vec<u32>,
+    match_bits: u32,
+    /// ln(c + 0.5) for every count value.
+    ln_count: Vec<f32>,
 }
 
 impl Experts {
     /// Empty statistics sized for a block of `len` bytes.
     pub fn new(len: usize) -> Self {
-        // Hashed tables scale with the block (fewer slots for small inputs), 2^12..=2^20 slots.
+        // Each hashed expert gets 2^12..=2^20 slots, scaled to the block.
         let slot_bits = (usize::BITS - len.max(1).leading_zeros()).clamp(12, 20);
         let match_bits = (slot_bits + 1).min(22);
         Experts {
@@ -123,10 +191,7 @@ impl Experts {
             t1: vec![0; 256],
             c2: vec![0; 65536 * 256],
             t2: vec![0; 65536],
-            slots: HASHED_ORDERS
-                .iter()
-                .map(|_| vec![Slot::default(); 1 << slot_bits])
-                .collect(),
+            slots: vec![Slot::default(); N_HASHED << slot_bits],
             slot_bits,
             match_table: vec![u32::MAX; 1 << match_bits],
             match_bits,
@@ -134,25 +199,21 @@ impl Experts {
         }
     }
 
-    /// Adds the dense experts' evidence for a lane at `pos` (segment starting at `start`) into
-    /// `z` scaled by the class weights in `w`, and records the classes used in `classes`.
-    pub fn dense(
-        &self,
-        hist: &[u8],
-        start: usize,
-        pos: usize,
-        w: &[f32],
-        z: &mut [f32],
-        classes: &mut [usize; 3],
-    ) {
-        let b1 = if pos > start { hist[pos - 1] as usize } else { 0 };
-        let b2 = if pos > start + 1 { hist[pos - 2] as usize } else { 0 };
-        let rows: [(&[u16], u32); 3] = [
+    /// The three dense rows (order 0, 1, 2) for the byte at `pos`, with their totals.
+    fn dense_rows(&self, hist: &[u8], start: usize, pos: usize) -> [(&[u16], u32); 3] {
+        let b1 = back(hist, start, pos, 1) as usize;
+        let x2 = back(hist, start, pos, 2) as usize * 256 + b1;
+        [
             (&self.c0[..], self.t0),
             (&self.c1[b1 * 256..b1 * 256 + 256], self.t1[b1]),
-            (&self.c2[(b2 * 256 + b1) * 256..(b2 * 256 + b1) * 256 + 256], self.t2[b2 * 256 + b1]),
-        ];
-        for (o, (row, total)) in rows.iter().enumerate() {
+            (&self.c2[x2 * 256..x2 * 256 + 256], self.t2[x2]),
+        ]
+    }
+
+    /// Adds the dense experts' evidence, scaled by the class weights `w`, into `z`; records the
+    /// classes used.
+    pub fn dense(&self, hist: &[u8], start: usize, pos: usize, w: &[f32], z: &mut [f32], classes: &mut [usize; 3]) {
+        for (o, (row, total)) in self.dense_rows(hist, start, pos).iter().enumerate() {
             let class = o * DENSE_CLASSES + bucket_total(*total).min(DENSE_CLASSES - 1);
             classes[o] = class;
             if *total == 0 {
@@ -166,24 +227,8 @@ impl Experts {
     }
 
     /// Accumulates the dense experts' weight gradients for output gradient `dz` into `g`.
-    pub fn dense_grad(
-        &self,
-        hist: &[u8],
-        start: usize,
-        pos: usize,
-        dz: &[f32],
-        classes: &[usize; 3],
-        g: &mut [f32],
-    ) {
-        let b1 = if pos > start { hist[pos - 1] as usize } else { 0 };
-        let b2 = if pos > start + 1 { hist[pos - 2] as usize } else { 0 };
-        let x2 = b2 * 256 + b1;
-        let rows: [(&[u16], u32); 3] = [
-            (&self.c0[..], self.t0),
-            (&self.c1[b1 * 256..b1 * 256 + 256], self.t1[b1]),
-            (&self.c2[x2 * 256..x2 * 256 + 256], self.t2[x2]),
-        ];
-        for (o, (row, total)) in rows.iter().enumerate() {
+    pub fn dense_grad(&self, hist: &[u8], start: usize, pos: usize, dz: &[f32], classes: &[usize; 3], g: &mut [f32]) {
+        for (o, (row, total)) in self.dense_rows(hist, start, pos).iter().enumerate() {
             if *total == 0 {
                 continue;
             }
@@ -191,83 +236,90 @@ impl Experts {
             for (i, (&d, &c)) in dz.iter().zip(row.iter()).enumerate() {
                 acc[i % 16] += d * self.ln_count[c as usize];
             }
-            g[classes[o]] += crate::engine::kernels::sum_fixed(&acc);
+            g[classes[o]] += sum_fixed(&acc);
         }
     }
 
-    /// Evidence of every hashed-order expert for a lane at `pos`.
-    pub fn hashed(&self, hist: &[u8], start: usize, pos: usize, out: &mut [Sparse]) {
-        for (k, &order) in HASHED_ORDERS.iter().enumerate() {
-            let h = context_hash(hist, start, pos, order);
-            let slot = &self.slots[k][(h >> (64 - self.slot_bits)) as usize];
+    /// Evidence of every hashed expert for the byte at `pos` of a lane.
+    pub fn hashed(&self, hist: &[u8], start: usize, pos: usize, ls: &LaneState, out: &mut [Sparse; N_HASHED]) {
+        for (k, kind) in HASHED.iter().enumerate() {
+            let h = context_hash(*kind, k, hist, start, pos, ls);
             let e = &mut out[k];
+            e.slot = (k << self.slot_bits) | (h >> (64 - self.slot_bits)) as usize;
+            e.check = h as u16;
             e.n = 0;
-            e.class = usize::MAX;
-            if pos < start + order || slot.check != (h as u16) || slot.n == 0 {
+            let slot = &self.slots[e.slot];
+            if slot.check != e.check || slot.n == 0 {
                 continue;
             }
             let m = slot.n as usize;
-            let total = slot.total as u32;
-            // Escape mass ~ distinct symbols seen (PPM method C); evidence = ln(c (256-m) / esc).
+            // Escape mass ~ distinct symbols seen (PPM method C); evidence = ln(c (256-m) / m).
             let base = ln_fixed((256 - m) as f32) - ln_fixed(m as f32);
             for i in 0..m {
                 e.syms[i] = slot.syms[i];
                 e.vals[i] = self.ln_count[slot.counts[i] as usize] + base;
             }
             e.n = m as u8;
-            e.class = k * SLOT_CLASSES + bucket_total(total) * 4 + (m - 1).min(3);
+            e.last = slot.last;
+            e.class = bucket_total(slot.total as u32) * 4 + (m - 1).min(3);
         }
     }
 
-    /// Updates every expert with the byte at `pos` (already written to `hist`) of the lane
-    /// starting at `start`, and advances the lane's match state. `known(q)` tells whether
-    /// position `q` of the block has been coded by its lane.
+    /// Learns the byte at `pos` (already in `hist`) of the lane starting at `start`: updates the
+    /// tables (hashed slots as looked up by `hashed`) and the lane's match and word state.
+    /// `known(q)` tells whether position `q` of the block has been coded by its lane.
     pub fn update(
         &mut self,
         hist: &[u8],
         start: usize,
         pos: usize,
-        ms: &mut MatchState,
+        looked_up: &[Sparse; N_HASHED],
+        ls: &mut LaneState,
         known: impl Fn(usize) -> bool,
     ) {
         let b = hist[pos];
         let bi = b as usize;
-        let b1 = if pos > start { hist[pos - 1] as usize } else { 0 };
-        let b2 = if pos > start + 1 { hist[pos - 2] as usize } else { 0 };
+        let b1 = back(hist, start, pos, 1) as usize;
+        let x2 = back(hist, start, pos, 2) as usize * 256 + b1;
         bump_dense(&mut self.c0, &mut self.t0, bi, DENSE_LIMIT[0]);
         bump_dense(&mut self.c1[b1 * 256..b1 * 256 + 256], &mut self.t1[b1], bi, DENSE_LIMIT[1]);
-        let x2 = b2 * 256 + b1;
         bump_dense(&mut self.c2[x2 * 256..x2 * 256 + 256], &mut self.t2[x2], bi, DENSE_LIMIT[2]);
-        for (k, &order) in HASHED_ORDERS.iter().enumerate() {
-            if pos < start + order {
-                continue;
-            }
-            let h = context_hash(hist, start, pos, order);
-            let slot = &mut self.slots[k][(h >> (64 - self.slot_bits)) as usize];
-            if slot.check != h as u16 {
+        for e in looked_up.iter() {
+            let slot = &mut self.slots[e.slot];
+            if slot.check != e.check {
                 *slot = Slot {
-                    check: h as u16,
+                    check: e.check,
                     ..Slot::default()
                 };
             }
             bump_slot(slot, b);
         }
+        // Words: letters (case folded) extend the current word; anything else ends it.
+        if b.is_ascii_alphabetic() {
+            ls.word = mix(ls.word.wrapping_add(K1), b.to_ascii_lowercase() as u64);
+        } else if ls.word != 0 {
+            ls.prev_word = ls.word;
+            ls.word = 0;
+        }
         // Match model: extend the current match, or look one up for the next position.
-        if ms.len > 0 && known(ms.ptr) && hist[ms.ptr] == b {
-            ms.len += 1;
-            ms.ptr += 1;
+        if ls.len > 0 && known(ls.ptr) && hist[ls.ptr] == b {
+            ls.len += 1;
+            ls.ptr += 1;
         } else {
-            ms.len = 0;
+            ls.len = 0;
         }
         let next = pos + 1;
         if next < start + MATCH_MIN {
             return;
         }
-        let h = context_hash(hist, start, next, MATCH_MIN);
-        let idx = (h >> (64 - self.match_bits)) as usize;
+        let mut h = K1;
+        for i in 1..=MATCH_MIN {
+            h = mix(h, hist[next - i] as u64);
+        }
+        let idx = (h.wrapping_mul(K2) >> (64 - self.match_bits)) as usize;
         let cand = self.match_table[idx];
         self.match_table[idx] = next as u32;
-        if ms.len > 0 || cand == u32::MAX {
+        if ls.len > 0 || cand == u32::MAX {
             return;
         }
         // Verify the candidate and measure the match length backwards (capped at 32).
@@ -282,14 +334,14 @@ impl Experts {
             len += 1;
         }
         if len >= MATCH_MIN {
-            ms.len = len;
-            ms.ptr = c;
+            ls.len = len;
+            ls.ptr = c;
         }
     }
 
     /// The byte the lane's match predicts, if its source position is known.
-    pub fn match_byte(hist: &[u8], ms: &MatchState, known: impl Fn(usize) -> bool) -> Option<u8> {
-        (ms.len > 0 && ms.ptr < hist.len() && known(ms.ptr)).then(|| hist[ms.ptr])
+    pub fn match_byte(hist: &[u8], ls: &LaneState, known: impl Fn(usize) -> bool) -> Option<u8> {
+        (ls.len > 0 && ls.ptr < hist.len() && known(ls.ptr)).then(|| hist[ls.ptr])
     }
 }
 
@@ -328,8 +380,9 @@ fn bump_slot(slot: &mut Slot, b: u8) {
             slot.counts[j] = 1;
         }
     }
+    slot.last = b;
     slot.total += 1;
-    if slot.total as u32 > SLOT_LIMIT {
+    if slot.total > SLOT_LIMIT {
         let mut t = 0;
         for c in slot.counts[..slot.n as usize].iter_mut() {
             *c = (*c + 1) >> 1;

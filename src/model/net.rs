@@ -20,7 +20,7 @@ impl Net {
     pub fn new(_cfg: NetConfig, _lanes: usize) -> Self {
         Net
     }
-    pub fn forward(&mut self, _h: &[u8], _l: &super::lanes::Lanes, _s: usize, _a: usize, _m: &[super::experts::MatchState], _z: &mut [f32]) {}
+    pub fn forward(&mut self, _h: &[u8], _l: &super::lanes::Lanes, _s: usize, _a: usize, _m: &[super::experts::LaneState], _z: &mut [f32]) {}
     pub fn backward(&mut self, _dz: &[f32], _a: usize) {}
     pub fn optimise(&mut self, _t: i32) {}
 }
