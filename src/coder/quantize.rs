@@ -106,8 +106,8 @@ fn quantize_body(probs: &[f32], table: &mut FreqTable) {
     let scale = (1u32 << FIXED_SHIFT) as f32;
     let mut w = [0u32; 256];
     for (wi, &p) in w.iter_mut().zip(probs.iter()) {
-        // max() maps NaN and negatives to 0 and min() caps at 2^20, so v is finite and in range.
-        let v = (p * scale).max(0.0).min(scale);
+        // NaN and negatives become 0 and the cap is 2^20, so v is finite and in range.
+        let v = crate::engine::kernels::bound(p * scale, 0.0, scale);
         // SAFETY: v is finite and within 0..=2^20, representable as i32; truncation is exact.
         *wi = unsafe { v.to_int_unchecked::<i32>() } as u32;
     }

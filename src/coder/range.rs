@@ -35,6 +35,51 @@ impl DecoderModel<PRECISION> for TableModel<'_> {
     }
 }
 
+/// A binary event with P(bit = 1) = p1 / 2^16, p1 in 1..=65535.
+struct BitModel(u32);
+
+impl BitModel {
+    /// Frequency of a 1 at the coder's precision.
+    #[inline]
+    fn one(&self) -> u32 {
+        self.0.clamp(1, 65535) << (PRECISION - 16)
+    }
+}
+
+impl EntropyModel<PRECISION> for BitModel {
+    type Symbol = bool;
+    type Probability = u32;
+}
+
+impl EncoderModel<PRECISION> for BitModel {
+    #[inline]
+    fn left_cumulative_and_probability(
+        &self,
+        bit: impl std::borrow::Borrow<bool>,
+    ) -> Option<(u32, NonZeroU32)> {
+        let one = self.one();
+        let zero = (1u32 << PRECISION) - one;
+        if *bit.borrow() {
+            NonZeroU32::new(one).map(|f| (zero, f))
+        } else {
+            NonZeroU32::new(zero).map(|f| (0, f))
+        }
+    }
+}
+
+impl DecoderModel<PRECISION> for BitModel {
+    #[inline]
+    fn quantile_function(&self, quantile: u32) -> (bool, u32, NonZeroU32) {
+        let one = self.one();
+        let zero = (1u32 << PRECISION) - one;
+        if quantile < zero {
+            (false, 0, NonZeroU32::new(zero).unwrap_or(NonZeroU32::MIN))
+        } else {
+            (true, zero, NonZeroU32::new(one).unwrap_or(NonZeroU32::MIN))
+        }
+    }
+}
+
 /// Encodes the bytes of one lane, one frequency table per byte.
 #[derive(Default)]
 pub struct LaneEncoder {
@@ -52,6 +97,13 @@ impl LaneEncoder {
     pub fn encode(&mut self, symbol: u8, table: &FreqTable) {
         // Cannot fail: every symbol has a nonzero frequency and the Vec backend is infallible.
         let _ = self.inner.encode_symbol(symbol, TableModel(table));
+    }
+
+    /// Encodes one binary event with P(1) = p1 / 2^16 (p1 clamped to 1..=65535).
+    #[inline]
+    pub fn encode_bit(&mut self, bit: bool, p1: u32) {
+        // Cannot fail: both outcomes have nonzero probability; the Vec backend is infallible.
+        let _ = self.inner.encode_symbol(bit, BitModel(p1));
     }
 
     /// Finishes the lane and returns its bytes (a multiple of 4, little-endian words).
@@ -92,6 +144,14 @@ impl LaneDecoder {
         Ok(Self { inner })
     }
 
+    /// Decodes one binary event with P(1) = p1 / 2^16 (p1 clamped to 1..=65535).
+    #[inline]
+    pub fn decode_bit(&mut self, p1: u32) -> Result<bool> {
+        self.inner
+            .decode_symbol(BitModel(p1))
+            .map_err(|_| Error::Corrupt("coded data is invalid".into()))
+    }
+
     /// Decodes one symbol under `table`.
     #[inline]
     pub fn decode(&mut self, table: &FreqTable) -> Result<u8> {
@@ -127,6 +187,27 @@ mod tests {
         for (i, &b) in data.iter().enumerate() {
             let t = table_for(i);
             assert_eq!(dec.decode(&t).unwrap(), b);
+        }
+    }
+
+    #[test]
+    fn bits_round_trip() {
+        let bits: Vec<(bool, u32)> = (0..20_000u32)
+            .map(|i| {
+                (
+                    (i * 7919) % 13 < 3,
+                    [1, 300, 32768, 60000, 65535, 70000][(i % 6) as usize],
+                )
+            })
+            .collect();
+        let mut enc = LaneEncoder::new();
+        for &(b, p) in &bits {
+            enc.encode_bit(b, p);
+        }
+        let bytes = enc.finish();
+        let mut dec = LaneDecoder::new(&bytes).unwrap();
+        for &(b, p) in &bits {
+            assert_eq!(dec.decode_bit(p).unwrap(), b);
         }
     }
 

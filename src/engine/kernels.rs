@@ -41,7 +41,10 @@ pub fn dot_fixed(a: &[f32], b: &[f32]) -> f32 {
     let n = a.len().min(b.len());
     let mut acc = [0f32; LANES];
     let full = n / LANES * LANES;
-    for (ca, cb) in a[..full].chunks_exact(LANES).zip(b[..full].chunks_exact(LANES)) {
+    for (ca, cb) in a[..full]
+        .chunks_exact(LANES)
+        .zip(b[..full].chunks_exact(LANES))
+    {
         for i in 0..LANES {
             acc[i] += ca[i] * cb[i];
         }
@@ -80,6 +83,14 @@ fn reduce_fixed(mut acc: [f32; LANES]) -> f32 {
     acc[0]
 }
 
+/// Limits `x` to `[lo, hi]`, mapping NaN to `lo` (unlike `f32::clamp`, which keeps NaN), so
+/// callers can rely on a finite result.
+#[inline(always)]
+#[allow(clippy::manual_clamp)]
+pub fn bound(x: f32, lo: f32, hi: f32) -> f32 {
+    x.max(lo).min(hi)
+}
+
 /// Rounds to the nearest integer (ties to even) for |x| < 2^22, exactly, without libm.
 #[inline(always)]
 fn round_magic(x: f32) -> f32 {
@@ -90,8 +101,8 @@ fn round_magic(x: f32) -> f32 {
 /// e^x with a relative error below 2e-7 over [-87, 88]; 0 below, +inf above. Deterministic.
 #[inline(always)]
 pub fn exp_fixed(x: f32) -> f32 {
-    // max() maps NaN to -87, so everything below works on finite values.
-    let x = x.max(-87.0).min(88.0);
+    // NaN becomes -87, so everything below works on finite values.
+    let x = bound(x, -87.0, 88.0);
     let y = x * std::f32::consts::LOG2_E;
     let n = round_magic(y);
     // r = x - n*ln2 in two parts (Cody-Waite) so the reduction stays accurate.
@@ -288,7 +299,14 @@ mod tests {
     #[test]
     fn kernels_bit_identical_across_levels_odd_shapes() {
         let mut seed = 0x1234_5678_9abc_def1u64;
-        for &(rows, k, n) in &[(1, 1, 1), (3, 7, 13), (5, 33, 17), (16, 64, 256), (2, 129, 31), (7, 250, 3)] {
+        for &(rows, k, n) in &[
+            (1, 1, 1),
+            (3, 7, 13),
+            (5, 33, 17),
+            (16, 64, 256),
+            (2, 129, 31),
+            (7, 250, 3),
+        ] {
             let mut x: Vec<f32> = (0..rows * k).map(|_| rng(&mut seed)).collect();
             x.iter_mut().step_by(3).for_each(|v| *v = 0.0);
             let w: Vec<f32> = (0..k * n).map(|_| rng(&mut seed)).collect();
@@ -326,7 +344,12 @@ mod tests {
                 let mut g: Vec<f32> = w.iter().map(|v| v * 0.1).collect();
                 let mut m = vec![0.01; w.len()];
                 let mut v = vec![0.001; w.len()];
-                let s = AdamStep { lr: 1e-3, b1: 0.9, b2: 0.999, eps: 1e-8 };
+                let s = AdamStep {
+                    lr: 1e-3,
+                    b1: 0.9,
+                    b2: 0.999,
+                    eps: 1e-8,
+                };
                 adam(&mut p, &mut g, &mut m, &mut v, s);
                 p.extend_from_slice(&m);
                 p.extend_from_slice(&v);
@@ -345,7 +368,9 @@ mod tests {
         matmul_acc(&x, &w, &mut o, k, n);
         for b in 0..rows {
             for j in 0..n {
-                let naive: f64 = (0..k).map(|kk| x[b * k + kk] as f64 * w[kk * n + j] as f64).sum();
+                let naive: f64 = (0..k)
+                    .map(|kk| x[b * k + kk] as f64 * w[kk * n + j] as f64)
+                    .sum();
                 assert!((o[b * n + j] as f64 - naive).abs() < 1e-5);
             }
         }
@@ -366,14 +391,22 @@ mod tests {
             xp[i] += h;
             xm[i] -= h;
             let fd = (loss(&xp, &w) - loss(&xm, &w)) / (2.0 * h as f64);
-            assert!((fd - dx[i] as f64).abs() < 1e-3, "dx[{i}]: {fd} vs {}", dx[i]);
+            assert!(
+                (fd - dx[i] as f64).abs() < 1e-3,
+                "dx[{i}]: {fd} vs {}",
+                dx[i]
+            );
         }
         for i in 0..w.len() {
             let (mut wp, mut wm) = (w.clone(), w.clone());
             wp[i] += h;
             wm[i] -= h;
             let fd = (loss(&x, &wp) - loss(&x, &wm)) / (2.0 * h as f64);
-            assert!((fd - dw[i] as f64).abs() < 1e-3, "dw[{i}]: {fd} vs {}", dw[i]);
+            assert!(
+                (fd - dw[i] as f64).abs() < 1e-3,
+                "dw[{i}]: {fd} vs {}",
+                dw[i]
+            );
         }
     }
 
@@ -383,14 +416,20 @@ mod tests {
         while x < 88.0 {
             let got = exp_fixed(x) as f64;
             let want = (x as f64).exp();
-            assert!(((got - want) / want).abs() < 1e-6, "exp({x}) = {got}, want {want}");
+            assert!(
+                ((got - want) / want).abs() < 1e-6,
+                "exp({x}) = {got}, want {want}"
+            );
             x += 0.0137;
         }
         let mut x = 1e-30f32;
         while x < 1e30 {
             let got = ln_fixed(x) as f64;
             let want = (x as f64).ln();
-            assert!((got - want).abs() < 2e-6 * want.abs().max(1.0), "ln({x}) = {got}, want {want}");
+            assert!(
+                (got - want).abs() < 2e-6 * want.abs().max(1.0),
+                "ln({x}) = {got}, want {want}"
+            );
             x *= 1.37;
         }
         assert_eq!(ln_fixed(0.0), -88.0);

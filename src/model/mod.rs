@@ -1,5 +1,6 @@
 //! Byte predictors and their configuration as recorded in the archive header.
 
+mod cm;
 mod context;
 mod experts;
 pub mod lanes;
@@ -73,7 +74,8 @@ impl ModelConfig {
                     mix_lr: u16_at(6),
                     net: NetConfig { hidden: u16_at(8) },
                 };
-                if c.max_lanes == 0 || c.max_lanes > 1024 || c.min_lane == 0 || c.net.hidden > 4096 {
+                if c.max_lanes == 0 || c.max_lanes > 1024 || c.min_lane == 0 || c.net.hidden > 4096
+                {
                     return Err(Error::Corrupt("model configuration out of range".into()));
                 }
                 Ok(ModelConfig::Neural(c))

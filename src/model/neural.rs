@@ -1,35 +1,19 @@
-//! The sep predictor: count experts and a match model mixed in the logit domain with learned,
-//! confidence-selected weights, plus a neural network that adds its own logits (SEP features,
-//! PAC-style MLP). Trains online: one optimiser step per coding step, replayed by the decoder.
+//! The sep predictor. Per byte, each lane's contexts (orders 1-12, words, sparse patterns) select
+//! adaptive bit counters; per bit, their stretched probabilities, a match model and the neural
+//! network's byte prediction are mixed by two learned logistic mixers and refined by two adaptive
+//! probability maps. Everything trains online, one byte per lane per step, and the decoder
+//! replays it exactly. Lanes share all statistics and are processed in lane order.
 
-use super::experts::{
-    Experts, LaneState, Sparse, DENSE_CLASSES, MATCH_CLASSES, N_HASHED, N_ORDERS, SLOT_CLASSES,
-};
+use super::cm::{counter_p12, counter_update, stretch, stretch_table, Apm, Mixer, COUNTER_INIT};
+use super::experts::{context_hash, LaneState, MatchTable, HASHED, N_HASHED};
 use super::lanes::Lanes;
 use super::net::{Net, NetConfig};
-use crate::engine::kernels::{softmax_rows, AdamStep};
 
-/// Adam update of one weight (scalar; the same arithmetic as the engine's `adam` kernel).
-fn adam_one(p: &mut [f32], g: &mut [f32], m: &mut [f32], v: &mut [f32], s: AdamStep) {
-    let gi = g[0];
-    let mi = s.b1 * m[0] + (1.0 - s.b1) * gi;
-    let vi = s.b2 * v[0] + (1.0 - s.b2) * (gi * gi);
-    m[0] = mi;
-    v[0] = vi;
-    p[0] -= s.lr * mi / (vi.sqrt() + s.eps);
-    g[0] = 0.0;
-}
-
-// Layout of one weight set; a set is chosen per lane and step by the longest order that has
-// statistics and by whether the match model predicts.
-const W_DENSE: usize = 0;
-const W_HASHED: usize = W_DENSE + 3 * DENSE_CLASSES;
-const W_LAST: usize = W_HASHED + N_HASHED * SLOT_CLASSES;
-const W_MATCH: usize = W_LAST + N_HASHED * SLOT_CLASSES;
-const SET_LEN: usize = W_MATCH + MATCH_CLASSES;
-const SETS: usize = (N_ORDERS + 1) * 2;
-/// Set 0 is shared by every step; the effective weight is shared + selected set.
-const W_LEN: usize = SET_LEN * (SETS + 1);
+/// Mixer inputs: hashed contexts, order 0, order 1, match, network, bias.
+const N_IN: usize = N_HASHED + 5;
+/// Counter limits: hashed contexts adapt faster than the dense low orders.
+const LIMIT_HASHED: u32 = 255;
+const LIMIT_DENSE: u32 = 1023;
 
 /// Settings of the predictor, recorded in the archive header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,7 +22,7 @@ pub struct NeuralConfig {
     pub max_lanes: u16,
     /// Fewest bytes per lane (small inputs get fewer lanes).
     pub min_lane: u32,
-    /// Mixer learning rate, in 1e-5 units.
+    /// Mixer learning rate, in 1e-4 units.
     pub mix_lr: u16,
     /// The network's shape and learning rate.
     pub net: NetConfig,
@@ -49,74 +33,99 @@ impl Default for NeuralConfig {
         NeuralConfig {
             max_lanes: 16,
             min_lane: 32 << 10,
-            mix_lr: 200,
+            mix_lr: 20,
             net: NetConfig::default(),
         }
     }
 }
 
-/// Per-lane scratch of one step: what the forward pass used, kept for the backward pass.
-#[derive(Clone)]
-struct LaneScratch {
-    set: usize,
-    dense: [usize; 3],
-    hashed: [Sparse; N_HASHED],
+/// Per-lane coding state within a byte.
+#[derive(Clone, Copy)]
+struct LaneBits {
+    /// Hash of each hashed context for the current byte.
+    ctx: [u64; N_HASHED],
+    /// Slot (index of its first counter) of each hashed context for the current nibble.
+    slot: [usize; N_HASHED],
+    /// Bits of the current byte seen so far, with a leading 1.
+    c0: u32,
+    /// Bits of the current nibble seen so far, with a leading 1.
+    nib: u32,
+    /// Byte before the current one.
+    b1: u32,
+    /// Byte predicted by the match model, if any.
     match_byte: Option<u8>,
-    match_class: usize,
+    /// Whether the match still agrees with the bits seen.
+    match_ok: bool,
+    /// Match-length bucket.
+    match_bucket: usize,
 }
 
 /// The predictor state of one block.
 pub struct NeuralModel {
-    cfg: NeuralConfig,
     lanes: Lanes,
     hist: Vec<u8>,
-    experts: Experts,
     states: Vec<LaneState>,
-    w: Vec<f32>,
-    gw: Vec<f32>,
-    mw: Vec<f32>,
-    vw: Vec<f32>,
-    step_count: u32,
-    touched: Vec<u32>,
+    bits: Vec<LaneBits>,
+    matches: MatchTable,
+    slots: Vec<u32>,
+    slot_mask: usize,
+    t0: Vec<u32>,
+    t1: Vec<u32>,
+    tm: Vec<u32>,
+    mix_a: Mixer,
+    mix_b: Mixer,
+    apm_a: Apm,
+    apm_b: Apm,
+    x: [f32; N_IN],
+    st_mix: f32,
+    p_mix: u32,
     net: Option<Net>,
-    probs: Vec<f32>,
-    scratch: Vec<LaneScratch>,
+    net_cdf: Vec<f32>,
 }
+
+/// Slot layout: 16 u32, element 0 is the check tag, 1..16 the counters of a nibble's bit tree.
+const SLOT: usize = 16;
 
 impl NeuralModel {
     /// A fresh model for a block of `len` bytes.
     pub fn new(cfg: NeuralConfig, len: usize) -> Self {
         let lanes = Lanes::new(len, cfg.max_lanes as usize, cfg.min_lane as usize);
-        let mut set = vec![0.0f32; SET_LEN];
-        set[W_DENSE..W_HASHED].fill(0.3);
-        set[W_HASHED..W_LAST].fill(0.4);
-        for (i, x) in set[W_MATCH..SET_LEN].iter_mut().enumerate() {
-            *x = if i == 0 { 0.0 } else { 1.0 + 0.25 * i as f32 };
-        }
-        let mut w = set;
-        w.resize(W_LEN, 0.0);
-        let blank = LaneScratch {
-            set: 0,
-            dense: [0; 3],
-            hashed: [Sparse::default(); N_HASHED],
+        // Slots shared by all hashed contexts, scaled to the block: 2^12..=2^21 (128 MiB).
+        let want = len.saturating_mul(4).max(1).next_power_of_two();
+        let n_slots = want.clamp(1 << 12, 1 << 21);
+        let blank = LaneBits {
+            ctx: [0; N_HASHED],
+            slot: [0; N_HASHED],
+            c0: 1,
+            nib: 1,
+            b1: 0,
             match_byte: None,
-            match_class: 0,
+            match_ok: false,
+            match_bucket: 0,
         };
+        let lr = cfg.mix_lr as f32 * 1e-4;
+        let mut slots = vec![COUNTER_INIT; n_slots * SLOT];
+        slots.iter_mut().step_by(SLOT).for_each(|c| *c = 0);
         NeuralModel {
-            cfg,
             lanes,
             hist: vec![0; len],
-            experts: Experts::new(len),
             states: vec![LaneState::default(); lanes.count],
-            gw: vec![0.0; W_LEN],
-            mw: vec![0.0; W_LEN],
-            vw: vec![0.0; W_LEN],
-            w,
-            step_count: 0,
-            touched: Vec::new(),
+            bits: vec![blank; lanes.count],
+            matches: MatchTable::new(len),
+            slots,
+            slot_mask: n_slots - 1,
+            t0: vec![COUNTER_INIT; 256],
+            t1: vec![COUNTER_INIT; 65536],
+            tm: vec![COUNTER_INIT; 64 * 2],
+            mix_a: Mixer::new(N_IN, 256, lr, 0.3),
+            mix_b: Mixer::new(N_IN, 16 * 8, lr, 0.3),
+            apm_a: Apm::new(256, 7),
+            apm_b: Apm::new(65536, 7),
+            x: [0.0; N_IN],
+            st_mix: 0.0,
+            p_mix: 32768,
             net: (cfg.net.hidden > 0).then(|| Net::new(cfg.net, lanes.count)),
-            probs: vec![0.0; lanes.count * 256],
-            scratch: vec![blank; lanes.count],
+            net_cdf: vec![0.0; lanes.count * 257],
         }
     }
 
@@ -125,143 +134,172 @@ impl NeuralModel {
         self.lanes
     }
 
-    /// Predicts the next byte of the first `active` lanes at `step`; returns `active` rows of 256.
-    pub fn predict(&mut self, step: usize, active: usize) -> &[f32] {
+    /// Prepares the first `active` lanes for coding their byte at `step`.
+    pub fn begin_step(&mut self, step: usize, active: usize) {
         let lanes = self.lanes;
-        let done = step;
-        let z = &mut self.probs[..active * 256];
-        z.fill(0.0);
         if let Some(net) = self.net.as_mut() {
-            net.forward(&self.hist, &lanes, step, active, &self.states, z);
+            let probs = net.forward(&self.hist, &lanes, step, active, &self.states);
+            for l in 0..active {
+                let cdf = &mut self.net_cdf[l * 257..l * 257 + 257];
+                let mut run = 0.0f32;
+                for (c, &p) in cdf.iter_mut().zip(&probs[l * 256..l * 256 + 256]) {
+                    *c = run;
+                    run += p;
+                }
+                cdf[256] = run;
+            }
         }
         for l in 0..active {
             let start = lanes.start(l);
             let pos = start + step;
-            let zl = &mut z[l * 256..l * 256 + 256];
-            let sc = &mut self.scratch[l];
             let ls = &self.states[l];
-            self.experts.hashed(&self.hist, start, pos, ls, &mut sc.hashed);
-            sc.match_byte = Experts::match_byte(&self.hist, ls, |q| lanes.known(q, done));
-            sc.match_class = if sc.match_byte.is_some() { ls.bucket() } else { 0 };
-            let longest = (0..N_ORDERS).rev().find(|&k| sc.hashed[k].n > 0).map_or(0, |k| k + 1);
-            sc.set = (1 + longest * 2 + sc.match_byte.is_some() as usize) * SET_LEN;
-            let mut w = [0f32; SET_LEN];
-            for ((e, &a), &b) in w.iter_mut().zip(&self.w[..SET_LEN]).zip(&self.w[sc.set..sc.set + SET_LEN]) {
-                *e = a + b;
+            let lb = &mut self.bits[l];
+            for (k, kind) in HASHED.iter().enumerate() {
+                lb.ctx[k] = context_hash(*kind, k, &self.hist, start, pos, ls);
             }
-            self.experts.dense(&self.hist, start, pos, &w[W_DENSE..W_HASHED], zl, &mut sc.dense);
-            for (k, e) in sc.hashed.iter().enumerate().filter(|(_, e)| e.n > 0) {
-                let c = k * SLOT_CLASSES + e.class;
-                let wk = w[W_HASHED + c];
-                for i in 0..e.n as usize {
-                    zl[e.syms[i] as usize] += wk * e.vals[i];
-                }
-                zl[e.last as usize] += w[W_LAST + c];
-            }
-            if let Some(mb) = sc.match_byte {
-                zl[mb as usize] += w[W_MATCH + sc.match_class];
-            }
+            lb.c0 = 1;
+            lb.nib = 1;
+            lb.b1 = if pos > start {
+                self.hist[pos - 1] as u32
+            } else {
+                0
+            };
+            lb.match_byte = MatchTable::predicted(&self.hist, ls, |q| lanes.known(q, step));
+            lb.match_ok = lb.match_byte.is_some();
+            lb.match_bucket = if lb.match_ok { ls.bucket() } else { 0 };
         }
-        softmax_rows(z, 256);
-        &self.probs[..active * 256]
     }
 
-    /// Learns the true bytes of the first `bytes.len()` lanes at `step` (after `predict`).
-    pub fn learn(&mut self, step: usize, bytes: &[u8]) {
-        let lanes = self.lanes;
-        let active = bytes.len();
-        // Output gradient: p - onehot(y), in place.
-        for (l, &y) in bytes.iter().enumerate() {
-            self.probs[l * 256 + y as usize] -= 1.0;
+    /// Finds (or claims) the slots of lane `l`'s contexts for the nibble that starts now.
+    fn select_slots(&mut self, l: usize) {
+        let lb = &mut self.bits[l];
+        for k in 0..N_HASHED {
+            let h = lb.ctx[k].wrapping_add((lb.c0 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let h = h ^ (h >> 29);
+            let i = (h as usize) & self.slot_mask & !1;
+            let check = ((h >> 32) as u32) | 1;
+            let (a, b) = (i * SLOT, (i + 1) * SLOT);
+            let chosen = if self.slots[a] == check {
+                a
+            } else if self.slots[b] == check {
+                b
+            } else {
+                // Replace the less used of the two (count of its root counter), first on ties.
+                let used = |s: usize| self.slots[s + 1] & 1023;
+                let v = if used(b) < used(a) { b } else { a };
+                self.slots[v] = check;
+                self.slots[v + 1..v + SLOT].fill(COUNTER_INIT);
+                v
+            };
+            lb.slot[k] = chosen;
         }
-        for l in 0..active {
-            let start = lanes.start(l);
-            let pos = start + step;
-            let dz = &self.probs[l * 256..l * 256 + 256];
-            let sc = &self.scratch[l];
-            let mut g = [0f32; SET_LEN];
-            self.experts.dense_grad(&self.hist, start, pos, dz, &sc.dense, &mut g[W_DENSE..W_HASHED]);
-            for (k, e) in sc.hashed.iter().enumerate().filter(|(_, e)| e.n > 0) {
-                let c = k * SLOT_CLASSES + e.class;
-                let mut acc = 0.0;
-                for i in 0..e.n as usize {
-                    acc += dz[e.syms[i] as usize] * e.vals[i];
-                }
-                g[W_HASHED + c] += acc;
-                g[W_LAST + c] += dz[e.last as usize];
-            }
-            if let Some(mb) = sc.match_byte {
-                g[W_MATCH + sc.match_class] += dz[mb as usize];
-            }
-            // The shared and the selected set receive the same gradient.
-            for (i, &gi) in g.iter().enumerate().filter(|(_, g)| **g != 0.0) {
-                self.gw[i] += gi;
-                self.gw[sc.set + i] += gi;
-            }
+    }
+
+    /// Probability (16 bits) that lane `l`'s next bit is 1.
+    pub fn predict_bit(&mut self, l: usize) -> u32 {
+        if self.bits[l].nib == 1 {
+            self.select_slots(l);
         }
-        if let Some(net) = self.net.as_mut() {
-            net.backward(&self.probs[..active * 256], active);
+        let st = stretch_table();
+        let lb = &self.bits[l];
+        let x = &mut self.x;
+        for k in 0..N_HASHED {
+            x[k] = st[counter_p12(self.slots[lb.slot[k] + lb.nib as usize])];
         }
-        self.step_count += 1;
-        let t = self.step_count as i32;
-        let (b1, b2) = (0.9f32, 0.999f32);
-        let corr = (1.0 - b2.powi(t)).sqrt() / (1.0 - b1.powi(t));
-        let step_cfg = AdamStep {
-            lr: self.cfg.mix_lr as f32 * 1e-5 * corr,
-            b1,
-            b2,
-            eps: 1e-6,
+        x[N_HASHED] = st[counter_p12(self.t0[lb.c0 as usize])];
+        x[N_HASHED + 1] = st[counter_p12(self.t1[(lb.b1 as usize) << 8 | lb.c0 as usize])];
+        let bitpos = 31 - lb.c0.leading_zeros(); // bits already seen, 0..=7
+        x[N_HASHED + 2] = match (lb.match_ok, lb.match_byte) {
+            (true, Some(mb)) => {
+                let expect = ((mb as u32) >> (7 - bitpos)) & 1;
+                st[counter_p12(self.tm[lb.match_bucket * 2 + expect as usize])]
+            }
+            _ => 0.0,
         };
-        // Lazy Adam: only the weights this step touched move (their moments decay only then).
-        self.touched.clear();
-        for sc in &self.scratch[..active] {
-            for base in [0, sc.set as u32] {
-                for &c in &sc.dense {
-                    self.touched.push(base + (W_DENSE + c) as u32);
-                }
-                for (k, e) in sc.hashed.iter().enumerate().filter(|(_, e)| e.n > 0) {
-                    let c = (k * SLOT_CLASSES + e.class) as u32;
-                    self.touched.push(base + W_HASHED as u32 + c);
-                    self.touched.push(base + W_LAST as u32 + c);
-                }
-                if sc.match_byte.is_some() {
-                    self.touched.push(base + (W_MATCH + sc.match_class) as u32);
-                }
+        x[N_HASHED + 3] = if self.net.is_some() {
+            let cdf = &self.net_cdf[l * 257..l * 257 + 257];
+            let width = 256usize >> bitpos;
+            let lo = ((lb.c0 as usize) - (1 << bitpos)) * width;
+            let total = cdf[lo + width] - cdf[lo];
+            let ones = cdf[lo + width] - cdf[lo + width / 2];
+            if total > 0.0 {
+                stretch(ones / total)
+            } else {
+                0.0
             }
-        }
-        self.touched.sort_unstable();
-        self.touched.dedup();
-        for &i in &self.touched {
-            let i = i as usize;
-            if self.gw[i] == 0.0 && self.mw[i] == 0.0 {
-                continue;
-            }
-            let (p, g, m, v) = (
-                &mut self.w[i..i + 1],
-                &mut self.gw[i..i + 1],
-                &mut self.mw[i..i + 1],
-                &mut self.vw[i..i + 1],
+        } else {
+            0.0
+        };
+        x[N_HASHED + 4] = 0.25;
+        let (sa, _) = self.mix_a.mix(x, lb.c0 as usize);
+        let (sb, _) = self.mix_b.mix(x, lb.match_bucket * 8 + bitpos as usize);
+        let s = (sa + sb) * 0.5;
+        self.st_mix = s;
+        let p = super::cm::squash(s);
+        // SAFETY of the cast: p is in (0, 1), so p * 65536 is finite and in range.
+        let p16 = unsafe { (p * 65536.0).to_int_unchecked::<i32>() }.clamp(1, 65535) as u32;
+        self.p_mix = p16;
+        let pa = self.apm_a.refine(s, lb.c0 as usize);
+        let pb = self.apm_b.refine(s, (lb.c0 | lb.b1 << 8) as usize);
+        ((p16 * 2 + pa + pb) / 4).clamp(1, 65535)
+    }
+
+    /// Learns lane `l`'s bit (after `predict_bit`).
+    pub fn update_bit(&mut self, l: usize, bit: bool) {
+        let b = bit as u32;
+        let lb = &mut self.bits[l];
+        for k in 0..N_HASHED {
+            counter_update(
+                &mut self.slots[lb.slot[k] + lb.nib as usize],
+                b,
+                LIMIT_HASHED,
             );
-            adam_one(p, g, m, v, step_cfg);
         }
+        counter_update(&mut self.t0[lb.c0 as usize], b, LIMIT_DENSE);
+        counter_update(
+            &mut self.t1[(lb.b1 as usize) << 8 | lb.c0 as usize],
+            b,
+            LIMIT_DENSE,
+        );
+        let bitpos = 31 - lb.c0.leading_zeros();
+        if let (true, Some(mb)) = (lb.match_ok, lb.match_byte) {
+            let expect = ((mb as u32) >> (7 - bitpos)) & 1;
+            counter_update(
+                &mut self.tm[lb.match_bucket * 2 + expect as usize],
+                b,
+                LIMIT_DENSE,
+            );
+            if expect != b {
+                lb.match_ok = false;
+            }
+        }
+        self.mix_a.update(b);
+        self.mix_b.update(b);
+        self.apm_a.update(b);
+        self.apm_b.update(b);
+        lb.c0 = (lb.c0 << 1) | b;
+        lb.nib = (lb.nib << 1) | b;
+        if lb.nib >= 16 {
+            lb.nib = 1;
+        }
+    }
+
+    /// Ends `step`: records the lanes' bytes and updates per-lane and network state.
+    pub fn end_step(&mut self, step: usize, bytes: &[u8]) {
+        let lanes = self.lanes;
         if let Some(net) = self.net.as_mut() {
-            net.optimise(t);
+            net.learn(bytes);
         }
-        // Reveal the bytes, then update the statistics lane by lane.
         for (l, &y) in bytes.iter().enumerate() {
             self.hist[lanes.start(l) + step] = y;
         }
         let done = step + 1;
-        for l in 0..active {
+        for l in 0..bytes.len() {
             let start = lanes.start(l);
-            self.experts.update(
-                &self.hist,
-                start,
-                start + step,
-                &self.scratch[l].hashed,
-                &mut self.states[l],
-                |q| lanes.known(q, done),
-            );
+            self.matches
+                .update(&self.hist, start, start + step, &mut self.states[l], |q| {
+                    lanes.known(q, done)
+                });
         }
     }
 }

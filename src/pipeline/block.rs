@@ -49,7 +49,11 @@ pub fn decode_block(
     }
 }
 
-fn encode_stream(data: &[u8], mut predictor: Box<dyn Predictor + Send>, progress: ProgressFn) -> Vec<u8> {
+fn encode_stream(
+    data: &[u8],
+    mut predictor: Box<dyn Predictor + Send>,
+    progress: ProgressFn,
+) -> Vec<u8> {
     let mut probs = [0f32; 256];
     let mut table = FreqTable::default();
     let mut enc = LaneEncoder::new();
@@ -93,19 +97,21 @@ fn encode_lanes(data: &[u8], cfg: NeuralConfig, progress: ProgressFn) -> Vec<u8>
     let mut model = NeuralModel::new(cfg, data.len());
     let lanes = model.lanes();
     let mut encs: Vec<LaneEncoder> = (0..lanes.count).map(|_| LaneEncoder::new()).collect();
-    let mut table = FreqTable::default();
     let mut bytes = vec![0u8; lanes.count];
     let mut pending = 0usize;
     for step in 0..lanes.steps() {
         let active = lanes.active(step);
-        let probs = model.predict(step, active);
+        model.begin_step(step, active);
         for (l, enc) in encs.iter_mut().enumerate().take(active) {
             let b = data[lanes.start(l) + step];
             bytes[l] = b;
-            quantize(&probs[l * 256..l * 256 + 256], &mut table);
-            enc.encode(b, &table);
+            for i in (0..8).rev() {
+                let bit = (b >> i) & 1 != 0;
+                enc.encode_bit(bit, model.predict_bit(l));
+                model.update_bit(l, bit);
+            }
         }
-        model.learn(step, &bytes[..active]);
+        model.end_step(step, &bytes[..active]);
         pending += active;
         if pending >= PROGRESS_EVERY {
             progress(pending as u64);
@@ -114,7 +120,8 @@ fn encode_lanes(data: &[u8], cfg: NeuralConfig, progress: ProgressFn) -> Vec<u8>
     }
     progress(pending as u64);
     let streams: Vec<Vec<u8>> = encs.into_iter().map(LaneEncoder::finish).collect();
-    let mut out = Vec::with_capacity(2 + 4 * streams.len() + streams.iter().map(Vec::len).sum::<usize>());
+    let mut out =
+        Vec::with_capacity(2 + 4 * streams.len() + streams.iter().map(Vec::len).sum::<usize>());
     out.extend_from_slice(&(lanes.count as u16).to_le_bytes());
     for s in &streams {
         out.extend_from_slice(&(s.len() as u32).to_le_bytes());
@@ -125,7 +132,12 @@ fn encode_lanes(data: &[u8], cfg: NeuralConfig, progress: ProgressFn) -> Vec<u8>
     out
 }
 
-fn decode_lanes(payload: &[u8], raw_len: usize, cfg: NeuralConfig, progress: ProgressFn) -> Result<Vec<u8>> {
+fn decode_lanes(
+    payload: &[u8],
+    raw_len: usize,
+    cfg: NeuralConfig,
+    progress: ProgressFn,
+) -> Result<Vec<u8>> {
     let mut model = NeuralModel::new(cfg, raw_len);
     let lanes = model.lanes();
     let corrupt = |what: &str| Error::Corrupt(format!("lane layout: {what}"));
@@ -139,8 +151,12 @@ fn decode_lanes(payload: &[u8], raw_len: usize, cfg: NeuralConfig, progress: Pro
     let mut decs = Vec::with_capacity(lanes.count);
     for l in 0..lanes.count {
         let o = 2 + 4 * l;
-        let len = u32::from_le_bytes([payload[o], payload[o + 1], payload[o + 2], payload[o + 3]]) as usize;
-        let end = at.checked_add(len).filter(|&e| e <= payload.len()).ok_or_else(|| corrupt("lane overruns the payload"))?;
+        let len = u32::from_le_bytes([payload[o], payload[o + 1], payload[o + 2], payload[o + 3]])
+            as usize;
+        let end = at
+            .checked_add(len)
+            .filter(|&e| e <= payload.len())
+            .ok_or_else(|| corrupt("lane overruns the payload"))?;
         decs.push(LaneDecoder::new(&payload[at..end])?);
         at = end;
     }
@@ -148,19 +164,22 @@ fn decode_lanes(payload: &[u8], raw_len: usize, cfg: NeuralConfig, progress: Pro
         return Err(corrupt("bytes after the last lane"));
     }
     let mut out = vec![0u8; raw_len];
-    let mut table = FreqTable::default();
     let mut bytes = vec![0u8; lanes.count];
     let mut pending = 0usize;
     for step in 0..lanes.steps() {
         let active = lanes.active(step);
-        let probs = model.predict(step, active);
+        model.begin_step(step, active);
         for (l, dec) in decs.iter_mut().enumerate().take(active) {
-            quantize(&probs[l * 256..l * 256 + 256], &mut table);
-            let b = dec.decode(&table)?;
+            let mut b = 0u8;
+            for _ in 0..8 {
+                let bit = dec.decode_bit(model.predict_bit(l))?;
+                model.update_bit(l, bit);
+                b = (b << 1) | bit as u8;
+            }
             bytes[l] = b;
             out[lanes.start(l) + step] = b;
         }
-        model.learn(step, &bytes[..active]);
+        model.end_step(step, &bytes[..active]);
         pending += active;
         if pending >= PROGRESS_EVERY {
             progress(pending as u64);
