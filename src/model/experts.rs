@@ -12,10 +12,17 @@ pub enum ContextKind {
     Word,
     /// The previous and the current word.
     Words2,
+    /// The `n` bytes before the predicted one and its position modulo 4 (aligned binary data).
+    Aligned(usize),
+    /// The bytes one and two records above (record length detected from the data).
+    Column,
+    /// The byte one record above and the byte before the predicted one.
+    ColumnLeft,
 }
 
 /// The hashed experts, in weight-table order.
-pub const HASHED: [ContextKind; 10] = [
+pub const HASHED: [ContextKind; 15] = [
+    ContextKind::Order(2),
     ContextKind::Order(3),
     ContextKind::Order(4),
     ContextKind::Order(5),
@@ -26,6 +33,10 @@ pub const HASHED: [ContextKind; 10] = [
     ContextKind::Words2,
     ContextKind::Sparse(0b1110),
     ContextKind::Sparse(0b1010_1010),
+    ContextKind::Aligned(1),
+    ContextKind::Aligned(2),
+    ContextKind::Column,
+    ContextKind::ColumnLeft,
 ];
 /// Number of hashed experts.
 pub const N_HASHED: usize = HASHED.len();
@@ -33,18 +44,43 @@ pub const N_HASHED: usize = HASHED.len();
 const MATCH_MIN: usize = 6;
 
 /// Per-lane state that is not in the shared tables: match and word positions.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone)]
 pub struct LaneState {
-    /// Position in the block whose byte the match predicts next (valid when `len > 0`).
+    /// Position in the block whose byte the match predicts next (`usize::MAX`: none).
     pub ptr: usize,
-    /// Length of the current match in bytes.
+    /// Bytes the match has predicted right since it was found or last missed.
     pub len: usize,
+    /// Misses since the match was found (a match survives a few, as in tables and records).
+    pub misses: u32,
     word: u64,
     prev_word: u64,
+    /// Detected record length (0: none).
+    pub record: usize,
+    rec_candidate: usize,
+    rec_count: u32,
+    last_pos: [u32; 256],
+    last_dist: [u32; 256],
+}
+
+impl Default for LaneState {
+    fn default() -> Self {
+        LaneState {
+            ptr: usize::MAX,
+            len: 0,
+            misses: 0,
+            word: 0,
+            prev_word: 0,
+            record: 0,
+            rec_candidate: 0,
+            rec_count: 0,
+            last_pos: [u32::MAX; 256],
+            last_dist: [0; 256],
+        }
+    }
 }
 
 impl LaneState {
-    /// Match-length bucket (0 = no match).
+    /// Match confidence bucket: 0 = recovering after a miss, else by length.
     pub fn bucket(&self) -> usize {
         match self.len {
             0 => 0,
@@ -110,6 +146,26 @@ pub fn context_hash(
             );
         }
         ContextKind::Words2 => h = mix(mix(h, ls.word), ls.prev_word),
+        ContextKind::Aligned(n) => {
+            for i in 1..=n {
+                h = mix(h, back(hist, start, pos, i));
+            }
+            h = mix(h, (pos - start) as u64 & 3);
+        }
+        ContextKind::Column => {
+            let r = ls.record;
+            h = mix(
+                mix(mix(h, r as u64), back(hist, start, pos, r)),
+                back(hist, start, pos, 2 * r),
+            );
+        }
+        ContextKind::ColumnLeft => {
+            let r = ls.record;
+            h = mix(
+                mix(mix(h, r as u64), back(hist, start, pos, r)),
+                back(hist, start, pos, 1),
+            );
+        }
     }
     h.wrapping_mul(K2)
 }
@@ -149,12 +205,39 @@ impl MatchTable {
             ls.prev_word = ls.word;
             ls.word = 0;
         }
-        // Extend the current match, or look one up for the next position.
-        if ls.len > 0 && known(ls.ptr) && hist[ls.ptr] == b {
-            ls.len += 1;
+        // Record length: a byte value recurring at the same distance three times in a row.
+        let rel = (pos - start) as u32;
+        let last = ls.last_pos[b as usize];
+        if last != u32::MAX {
+            let d = rel - last;
+            if d > 1 && d == ls.last_dist[b as usize] {
+                if d as usize == ls.rec_candidate {
+                    ls.rec_count += 1;
+                    if ls.rec_count >= 4 {
+                        ls.record = d as usize;
+                    }
+                } else if ls.rec_count <= 1 {
+                    ls.rec_candidate = d as usize;
+                    ls.rec_count = 1;
+                } else {
+                    ls.rec_count -= 1;
+                }
+            }
+            ls.last_dist[b as usize] = d;
+        }
+        ls.last_pos[b as usize] = rel;
+        // Follow the current match through a few misses, or look a new one up.
+        if ls.ptr != usize::MAX {
+            if known(ls.ptr) && hist[ls.ptr] == b {
+                ls.len += 1;
+            } else {
+                ls.len = 0;
+                ls.misses += 1;
+            }
             ls.ptr += 1;
-        } else {
-            ls.len = 0;
+            if ls.misses > 8 && ls.len < 16 {
+                ls.ptr = usize::MAX;
+            }
         }
         let next = pos + 1;
         if next < start + MATCH_MIN {
@@ -167,7 +250,7 @@ impl MatchTable {
         let idx = (h.wrapping_mul(K2) >> (64 - self.bits)) as usize;
         let cand = self.table[idx];
         self.table[idx] = next as u32;
-        if ls.len > 0 || cand == u32::MAX {
+        if ls.len >= 16 || cand == u32::MAX {
             return;
         }
         // Verify the candidate and measure the match length backwards (capped at 32).
@@ -181,14 +264,15 @@ impl MatchTable {
         {
             len += 1;
         }
-        if len >= MATCH_MIN {
+        if len >= MATCH_MIN && len > ls.len {
             ls.len = len;
             ls.ptr = c;
+            ls.misses = 0;
         }
     }
 
     /// The byte the lane's match predicts, if its source position is known.
     pub fn predicted(hist: &[u8], ls: &LaneState, known: impl Fn(usize) -> bool) -> Option<u8> {
-        (ls.len > 0 && ls.ptr < hist.len() && known(ls.ptr)).then(|| hist[ls.ptr])
+        (ls.ptr < hist.len() && known(ls.ptr)).then(|| hist[ls.ptr])
     }
 }

@@ -58,6 +58,8 @@ struct LaneBits {
     match_ok: bool,
     /// Match-length bucket.
     match_bucket: usize,
+    /// Position in the lane modulo 4.
+    pos_mod: u32,
 }
 
 /// The predictor state of one block.
@@ -74,6 +76,7 @@ pub struct NeuralModel {
     tm: Vec<u32>,
     mix_a: Mixer,
     mix_b: Mixer,
+    mix_c: Mixer,
     apm_a: Apm,
     apm_b: Apm,
     x: [f32; N_IN],
@@ -102,6 +105,7 @@ impl NeuralModel {
             match_byte: None,
             match_ok: false,
             match_bucket: 0,
+            pos_mod: 0,
         };
         let lr = cfg.mix_lr as f32 * 1e-4;
         let mut slots = vec![COUNTER_INIT; n_slots * SLOT];
@@ -119,6 +123,7 @@ impl NeuralModel {
             tm: vec![COUNTER_INIT; 64 * 2],
             mix_a: Mixer::new(N_IN, 256, lr, 0.3),
             mix_b: Mixer::new(N_IN, 16 * 8, lr, 0.3),
+            mix_c: Mixer::new(N_IN, 256 * 4, lr, 0.3),
             apm_a: Apm::new(256, 7),
             apm_b: Apm::new(65536, 7),
             x: [0.0; N_IN],
@@ -167,6 +172,7 @@ impl NeuralModel {
             lb.match_byte = MatchTable::predicted(&self.hist, ls, |q| lanes.known(q, step));
             lb.match_ok = lb.match_byte.is_some();
             lb.match_bucket = if lb.match_ok { ls.bucket() } else { 0 };
+            lb.pos_mod = ((pos - start) & 3) as u32;
         }
     }
 
@@ -233,7 +239,8 @@ impl NeuralModel {
         x[N_HASHED + 4] = 0.25;
         let (sa, _) = self.mix_a.mix(x, lb.c0 as usize);
         let (sb, _) = self.mix_b.mix(x, lb.match_bucket * 8 + bitpos as usize);
-        let s = (sa + sb) * 0.5;
+        let (sc, _) = self.mix_c.mix(x, (lb.b1 * 4 + lb.pos_mod) as usize);
+        let s = (sa + sb + sc) * (1.0 / 3.0);
         self.st_mix = s;
         let p = super::cm::squash(s);
         // SAFETY of the cast: p is in (0, 1), so p * 65536 is finite and in range.
@@ -275,6 +282,7 @@ impl NeuralModel {
         }
         self.mix_a.update(b);
         self.mix_b.update(b);
+        self.mix_c.update(b);
         self.apm_a.update(b);
         self.apm_b.update(b);
         lb.c0 = (lb.c0 << 1) | b;
