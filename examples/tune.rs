@@ -17,6 +17,7 @@ fn main() {
     cfg.max_lanes = env_or("SEP_LANES", cfg.max_lanes);
     cfg.min_lane = env_or("SEP_MIN_LANE", cfg.min_lane);
     cfg.mix_lr = env_or("SEP_MIX_LR", cfg.mix_lr);
+    cfg.mix_lr_start = env_or("SEP_MIX_LR0", cfg.mix_lr_start);
     cfg.net.hidden = env_or("SEP_HIDDEN", cfg.net.hidden);
     let model = ModelConfig::Neural(cfg);
     let mut total = 0usize;

@@ -70,19 +70,24 @@ pub fn squash(x: f32) -> f32 {
 pub struct Mixer {
     n: usize,
     w: Vec<f32>,
+    uses: Vec<u32>,
     lr: f32,
+    lr_start: f32,
     sel: usize,
     x: Vec<f32>,
     p: f32,
 }
 
 impl Mixer {
-    /// `n` inputs, `sets` selectable weight sets, learning rate `lr`, initial weight `w0`.
-    pub fn new(n: usize, sets: usize, lr: f32, w0: f32) -> Self {
+    /// `n` inputs, `sets` selectable weight sets, learning rate decaying from `lr_start` towards
+    /// `lr` as a set gets used, initial weight `w0`.
+    pub fn new(n: usize, sets: usize, lr: f32, lr_start: f32, w0: f32) -> Self {
         Mixer {
             n,
             w: vec![w0; n * sets],
+            uses: vec![0; sets],
             lr,
+            lr_start,
             sel: 0,
             x: vec![0.0; n],
             p: 0.5,
@@ -107,7 +112,11 @@ impl Mixer {
     /// Trains the last mixed weight set on the observed bit.
     #[inline]
     pub fn update(&mut self, bit: u32) {
-        let err = (bit as f32 - self.p) * self.lr;
+        let set = self.sel / self.n;
+        let u = self.uses[set];
+        self.uses[set] = u.saturating_add(1);
+        let lr = self.lr + (self.lr_start - self.lr) * (1024.0 / (1024.0 + u as f32));
+        let err = (bit as f32 - self.p) * lr;
         let w = &mut self.w[self.sel..self.sel + self.n];
         for (wi, &xi) in w.iter_mut().zip(&self.x) {
             *wi += err * xi;
@@ -186,7 +195,7 @@ mod tests {
 
     #[test]
     fn mixer_learns_a_reliable_input() {
-        let mut m = Mixer::new(2, 1, 0.02, 0.0);
+        let mut m = Mixer::new(2, 1, 0.02, 0.02, 0.0);
         let mut loss_late = 0.0;
         for i in 0..4000 {
             let bit = (i * 7 % 10 < 8) as u32;

@@ -22,8 +22,10 @@ pub struct NeuralConfig {
     pub max_lanes: u16,
     /// Fewest bytes per lane (small inputs get fewer lanes).
     pub min_lane: u32,
-    /// Mixer learning rate, in 1e-4 units.
+    /// Mixer learning rate once trained, in 1e-4 units.
     pub mix_lr: u16,
+    /// Mixer learning rate of a fresh weight set, in 1e-4 units.
+    pub mix_lr_start: u16,
     /// The network's shape and learning rate.
     pub net: NetConfig,
 }
@@ -34,6 +36,7 @@ impl Default for NeuralConfig {
             max_lanes: 16,
             min_lane: 32 << 10,
             mix_lr: 20,
+            mix_lr_start: 300,
             net: NetConfig::default(),
         }
     }
@@ -108,6 +111,7 @@ impl NeuralModel {
             pos_mod: 0,
         };
         let lr = cfg.mix_lr as f32 * 1e-4;
+        let lr0 = cfg.mix_lr_start as f32 * 1e-4;
         let mut slots = vec![COUNTER_INIT; n_slots * SLOT];
         slots.iter_mut().step_by(SLOT).for_each(|c| *c = 0);
         NeuralModel {
@@ -121,9 +125,9 @@ impl NeuralModel {
             t0: vec![COUNTER_INIT; 256],
             t1: vec![COUNTER_INIT; 65536],
             tm: vec![COUNTER_INIT; 64 * 2],
-            mix_a: Mixer::new(N_IN, 256, lr, 0.3),
-            mix_b: Mixer::new(N_IN, 16 * 8, lr, 0.3),
-            mix_c: Mixer::new(N_IN, 256 * 4, lr, 0.3),
+            mix_a: Mixer::new(N_IN, 256, lr, lr0, 0.3),
+            mix_b: Mixer::new(N_IN, 16 * 8, lr, lr0, 0.3),
+            mix_c: Mixer::new(N_IN, 256 * 4, lr, lr0, 0.3),
             apm_a: Apm::new(256, 7),
             apm_b: Apm::new(65536, 7),
             x: [0.0; N_IN],
