@@ -21,7 +21,7 @@ pub enum ContextKind {
 }
 
 /// The hashed experts, in weight-table order.
-pub const HASHED: [ContextKind; 15] = [
+pub const HASHED: [ContextKind; 17] = [
     ContextKind::Order(2),
     ContextKind::Order(3),
     ContextKind::Order(4),
@@ -33,6 +33,8 @@ pub const HASHED: [ContextKind; 15] = [
     ContextKind::Words2,
     ContextKind::Sparse(0b1110),
     ContextKind::Sparse(0b1010_1010),
+    ContextKind::Sparse(0b10),
+    ContextKind::Sparse(0b1100),
     ContextKind::Aligned(1),
     ContextKind::Aligned(2),
     ContextKind::Column,
