@@ -80,6 +80,7 @@ pub struct NeuralModel {
     mix_a: Mixer,
     mix_b: Mixer,
     mix_c: Mixer,
+    mix_final: Mixer,
     apm_a: Apm,
     apm_b: Apm,
     x: [f32; N_IN],
@@ -128,6 +129,7 @@ impl NeuralModel {
             mix_a: Mixer::new(N_IN, 256, lr, lr0, 0.3),
             mix_b: Mixer::new(N_IN, 16 * 8, lr, lr0, 0.3),
             mix_c: Mixer::new(N_IN, 256 * 4, lr, lr0, 0.3),
+            mix_final: Mixer::new(3, 256, lr * 0.5, lr0 * 0.5, 1.0 / 3.0),
             apm_a: Apm::new(256, 7),
             apm_b: Apm::new(65536, 7),
             x: [0.0; N_IN],
@@ -244,7 +246,7 @@ impl NeuralModel {
         let (sa, _) = self.mix_a.mix(x, lb.c0 as usize);
         let (sb, _) = self.mix_b.mix(x, lb.match_bucket * 8 + bitpos as usize);
         let (sc, _) = self.mix_c.mix(x, (lb.b1 * 4 + lb.pos_mod) as usize);
-        let s = (sa + sb + sc) * (1.0 / 3.0);
+        let (s, _) = self.mix_final.mix(&[sa, sb, sc], lb.c0 as usize);
         self.st_mix = s;
         let p = super::cm::squash(s);
         // SAFETY of the cast: p is in (0, 1), so p * 65536 is finite and in range.
@@ -287,6 +289,7 @@ impl NeuralModel {
         self.mix_a.update(b);
         self.mix_b.update(b);
         self.mix_c.update(b);
+        self.mix_final.update(b);
         self.apm_a.update(b);
         self.apm_b.update(b);
         lb.c0 = (lb.c0 << 1) | b;
