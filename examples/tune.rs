@@ -19,6 +19,7 @@ fn main() {
     cfg.mix_lr = env_or("SEP_MIX_LR", cfg.mix_lr);
     cfg.mix_lr_start = env_or("SEP_MIX_LR0", cfg.mix_lr_start);
     cfg.net.hidden = env_or("SEP_HIDDEN", cfg.net.hidden);
+    cfg.net.lr = env_or("SEP_NET_LR", cfg.net.lr);
     let model = ModelConfig::Neural(cfg);
     let mut total = 0usize;
     for path in std::env::args().skip(1) {

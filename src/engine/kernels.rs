@@ -247,14 +247,14 @@ multiversion! {
     /// One Adam update of `p` from gradient `g` (moments `m`, `v`); zeroes `g` afterwards.
     pub fn adam(p: &mut [f32], g: &mut [f32], m: &mut [f32], v: &mut [f32], s: AdamStep) {
         let (c1, c2) = (1.0 - s.b1, 1.0 - s.b2);
-        for i in 0..p.len().min(g.len()).min(m.len()).min(v.len()) {
-            let gi = g[i];
-            let mi = s.b1 * m[i] + c1 * gi;
-            let vi = s.b2 * v[i] + c2 * (gi * gi);
-            m[i] = mi;
-            v[i] = vi;
-            p[i] -= s.lr * mi / (vi.sqrt() + s.eps);
-            g[i] = 0.0;
+        for (((pi, gi), mi), vi) in p.iter_mut().zip(g.iter_mut()).zip(m.iter_mut()).zip(v.iter_mut()) {
+            let gv = *gi;
+            let mv = s.b1 * *mi + c1 * gv;
+            let vv = s.b2 * *vi + c2 * (gv * gv);
+            *mi = mv;
+            *vi = vv;
+            *pi -= s.lr * mv / (vv.sqrt() + s.eps);
+            *gi = 0.0;
         }
     }
 }

@@ -56,6 +56,7 @@ impl ModelConfig {
                 b.extend_from_slice(&c.mix_lr.to_le_bytes());
                 b.extend_from_slice(&c.mix_lr_start.to_le_bytes());
                 b.extend_from_slice(&c.net.hidden.to_le_bytes());
+                b.extend_from_slice(&c.net.lr.to_le_bytes());
                 b
             }
         }
@@ -67,14 +68,17 @@ impl ModelConfig {
             [MODEL_CONTEXT, k1, k2] if *k1 > 0 && *k2 > 0 => {
                 Ok(ModelConfig::Context { k1: *k1, k2: *k2 })
             }
-            [MODEL_NEURAL, rest @ ..] if rest.len() == 12 => {
+            [MODEL_NEURAL, rest @ ..] if rest.len() == 14 => {
                 let u16_at = |i: usize| u16::from_le_bytes([rest[i], rest[i + 1]]);
                 let c = NeuralConfig {
                     max_lanes: u16_at(0),
                     min_lane: u32::from_le_bytes([rest[2], rest[3], rest[4], rest[5]]),
                     mix_lr: u16_at(6),
                     mix_lr_start: u16_at(8),
-                    net: NetConfig { hidden: u16_at(10) },
+                    net: NetConfig {
+                        hidden: u16_at(10),
+                        lr: u16_at(12),
+                    },
                 };
                 if c.max_lanes == 0 || c.max_lanes > 1024 || c.min_lane == 0 || c.net.hidden > 4096
                 {

@@ -1,32 +1,392 @@
-//! The neural network part of the predictor (placeholder until the network lands).
+//! The neural network: SEP semantics enhancement (byte embedding, overlapping patches, dimension
+//! fusion, a data-dependent adaptive-stride gate that drops low-information patches, a learned
+//! map across the patch axis) feeding a PAC-style MLP backbone that predicts the next byte.
+//! Runs batched over lanes on the engine's deterministic kernels; trains online with Adam.
+
+use super::lanes::Lanes;
+use crate::engine::kernels::{
+    adam, exp_fixed, matmul_acc, matmul_nt, outer_acc, relu, relu_backward, softmax_rows, AdamStep,
+};
+
+/// Bytes of history the patches cover.
+const HIST: usize = 8;
+/// Bytes per patch.
+const PATCH: usize = 4;
+/// Patches over the history (stride 1).
+const PATCHES: usize = HIST - PATCH + 1;
+/// Patches kept by the adaptive-stride gate.
+const KEEP: usize = 3;
+/// Byte embedding width.
+const EMB: usize = 16;
+/// Fused patch width.
+const FUSED: usize = 32;
+/// Rows of the map across the patch axis.
+const ROWS: usize = 2;
+/// Match-length buckets given to the network as a one-hot.
+const MATCH_BUCKETS: usize = 16;
+/// Backbone input width: mapped patches, match-byte embedding, match-length one-hot.
+const IN: usize = ROWS * FUSED + EMB + MATCH_BUCKETS;
+/// Patch input width.
+const PIN: usize = PATCH * EMB;
+/// Fewest lane-bytes per optimiser step (few lanes accumulate gradient over several steps).
+const MIN_BATCH: usize = 16;
 
 /// Shape of the network.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NetConfig {
     /// Hidden units of the MLP backbone (0 disables the network).
     pub hidden: u16,
+    /// Adam learning rate, in 1e-5 units.
+    pub lr: u16,
 }
 
-/// The network.
+impl Default for NetConfig {
+    fn default() -> Self {
+        NetConfig { hidden: 32, lr: 200 }
+    }
+}
+
+/// Offsets of each tensor in the flat parameter vector.
+#[derive(Clone, Copy)]
+struct Layout {
+    emb: usize,
+    memb: usize,
+    gate: usize,
+    gate_b: usize,
+    wf: usize,
+    bf: usize,
+    map: usize,
+    w1: usize,
+    b1: usize,
+    w2: usize,
+    b2: usize,
+    len: usize,
+}
+
+impl Layout {
+    fn new(hidden: usize) -> Self {
+        let mut at = 0;
+        let mut take = |n: usize| {
+            let o = at;
+            at += n;
+            o
+        };
+        let l = Layout {
+            emb: take(256 * EMB),
+            memb: take(256 * EMB),
+            gate: take(PIN),
+            gate_b: take(PATCHES),
+            wf: take(PIN * FUSED),
+            bf: take(FUSED),
+            map: take(ROWS * PATCHES),
+            w1: take(IN * hidden),
+            b1: take(hidden),
+            w2: take(hidden * 256),
+            b2: take(256),
+            len: 0,
+        };
+        Layout { len: at, ..l }
+    }
+}
+
+/// Deterministic generator for the initial weights (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn uniform(&mut self, scale: f32) -> f32 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        let r = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40;
+        (r as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
+    }
+}
+
+/// Network state, parameters and per-step activations of one block.
 pub struct Net {
+    hidden: usize,
+    lay: Layout,
+    p: Vec<f32>,
+    g: Vec<f32>,
+    m: Vec<f32>,
+    v: Vec<f32>,
+    lr: f32,
+    t: i32,
+    active: usize,
+    /// Embedding rows (start offsets) that received gradient since the last optimiser step.
+    touched: Vec<usize>,
+    /// Lane-bytes whose gradient is accumulated since the last optimiser step.
+    pending: usize,
+    // Activations of the last forward pass (per lane).
+    bytes: Vec<[u8; HIST]>,
+    kept: Vec<[usize; KEEP]>,
+    sig: Vec<[f32; KEEP]>,
+    px: Vec<f32>,
+    pf: Vec<f32>,
+    input: Vec<f32>,
+    match_byte: Vec<Option<u8>>,
+    h: Vec<f32>,
     probs: Vec<f32>,
+    // Gradient scratch.
+    dh: Vec<f32>,
+    din: Vec<f32>,
+    dpf: Vec<f32>,
+    dpx: Vec<f32>,
+}
+
+fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + exp_fixed(-x))
 }
 
 impl Net {
-    pub fn new(_cfg: NetConfig, lanes: usize) -> Self {
+    /// A network with seeded initial weights for up to `lanes` lanes.
+    pub fn new(cfg: NetConfig, lanes: usize) -> Self {
+        let hidden = cfg.hidden as usize;
+        let lay = Layout::new(hidden);
+        let mut p = vec![0.0f32; lay.len];
+        let mut rng = Rng(0x5E9_C0DE_5EED_0001);
+        let mut init = |p: &mut [f32], scale: f32| p.iter_mut().for_each(|x| *x = rng.uniform(scale));
+        init(&mut p[lay.emb..lay.memb], 0.3);
+        init(&mut p[lay.memb..lay.gate], 0.3);
+        init(&mut p[lay.gate..lay.gate_b], 0.1);
+        init(&mut p[lay.wf..lay.bf], (6.0 / (PIN + FUSED) as f32).sqrt());
+        p[lay.map..lay.w1].fill(1.0 / KEEP as f32);
+        init(&mut p[lay.w1..lay.b1], (6.0 / (IN + hidden) as f32).sqrt());
+        init(&mut p[lay.w2..lay.b2], (6.0 / (hidden + 256) as f32).sqrt());
+        let n = p.len();
         Net {
-            probs: vec![1.0 / 256.0; lanes * 256],
+            hidden,
+            lay,
+            p,
+            g: vec![0.0; n],
+            m: vec![0.0; n],
+            v: vec![0.0; n],
+            lr: cfg.lr as f32 * 1e-5,
+            t: 0,
+            active: 0,
+            touched: Vec::new(),
+            pending: 0,
+            bytes: vec![[0; HIST]; lanes],
+            kept: vec![[0; KEEP]; lanes],
+            sig: vec![[0.0; KEEP]; lanes],
+            px: vec![0.0; lanes * KEEP * PIN],
+            pf: vec![0.0; lanes * KEEP * FUSED],
+            input: vec![0.0; lanes * IN],
+            match_byte: vec![None; lanes],
+            h: vec![0.0; lanes * hidden],
+            probs: vec![0.0; lanes * 256],
+            dh: vec![0.0; lanes * hidden],
+            din: vec![0.0; lanes * IN],
+            dpf: vec![0.0; lanes * KEEP * FUSED],
+            dpx: vec![0.0; lanes * KEEP * PIN],
         }
     }
+
+    /// Predicts the next byte of the first `active` lanes at `step`; `matches[l]` is lane l's
+    /// match prediction and length bucket. Returns `active` rows of 256 probabilities.
     pub fn forward(
         &mut self,
-        _h: &[u8],
-        _l: &super::lanes::Lanes,
-        _s: usize,
-        _a: usize,
-        _m: &[super::experts::LaneState],
+        hist: &[u8],
+        lanes: &Lanes,
+        step: usize,
+        active: usize,
+        matches: &[(Option<u8>, usize)],
     ) -> &[f32] {
-        &self.probs
+        let lay = self.lay;
+        let hd = self.hidden;
+        self.active = active;
+        for l in 0..active {
+            let start = lanes.start(l);
+            let pos = start + step;
+            let bytes = &mut self.bytes[l];
+            for (i, b) in bytes.iter_mut().enumerate() {
+                *b = if pos > start + i { hist[pos - 1 - i] } else { 0 };
+            }
+            // Patch inputs: the embeddings of each patch's bytes, side by side.
+            let mut xs = [[0f32; PIN]; PATCHES];
+            let mut score = [0f32; PATCHES];
+            for (i, x) in xs.iter_mut().enumerate() {
+                for j in 0..PATCH {
+                    let e = lay.emb + bytes[i + j] as usize * EMB;
+                    x[j * EMB..j * EMB + EMB].copy_from_slice(&self.p[e..e + EMB]);
+                }
+                score[i] = crate::engine::kernels::dot_fixed(x, &self.p[lay.gate..lay.gate + PIN])
+                    + self.p[lay.gate_b + i];
+            }
+            // Adaptive stride: keep the KEEP highest-scoring patches (lower index on ties).
+            let mut order = [0usize, 1, 2, 3, 4];
+            order.sort_by(|&a, &b| score[b].total_cmp(&score[a]).then(a.cmp(&b)));
+            let mut kept = [0usize; KEEP];
+            kept.copy_from_slice(&order[..KEEP]);
+            kept.sort_unstable();
+            self.kept[l] = kept;
+            for (k, &i) in kept.iter().enumerate() {
+                self.sig[l][k] = sigmoid(score[i]);
+                let o = (l * KEEP + k) * PIN;
+                self.px[o..o + PIN].copy_from_slice(&xs[i]);
+            }
+        }
+        // Dimension fusion of the kept patches only: relu(x Wf + bf).
+        let rows = active * KEEP;
+        for r in 0..rows {
+            self.pf[r * FUSED..r * FUSED + FUSED].copy_from_slice(&self.p[lay.bf..lay.bf + FUSED]);
+        }
+        matmul_acc(&self.px[..rows * PIN], &self.p[lay.wf..lay.bf], &mut self.pf[..rows * FUSED], PIN, FUSED);
+        relu(&mut self.pf[..rows * FUSED]);
+        // Map across the patch axis, match features, then the MLP backbone.
+        for l in 0..active {
+            let inp = &mut self.input[l * IN..l * IN + IN];
+            inp.fill(0.0);
+            for (k, &i) in self.kept[l].iter().enumerate() {
+                let f = &self.pf[(l * KEEP + k) * FUSED..(l * KEEP + k + 1) * FUSED];
+                for r in 0..ROWS {
+                    let a = self.p[lay.map + r * PATCHES + i] * self.sig[l][k];
+                    for (o, &fv) in inp[r * FUSED..(r + 1) * FUSED].iter_mut().zip(f) {
+                        *o += a * fv;
+                    }
+                }
+            }
+            let (mb, bucket) = matches.get(l).copied().unwrap_or((None, 0));
+            self.match_byte[l] = mb;
+            if let Some(b) = mb {
+                let e = lay.memb + b as usize * EMB;
+                inp[ROWS * FUSED..ROWS * FUSED + EMB].copy_from_slice(&self.p[e..e + EMB]);
+            }
+            inp[ROWS * FUSED + EMB + bucket.min(MATCH_BUCKETS - 1)] = 1.0;
+            self.h[l * hd..l * hd + hd].copy_from_slice(&self.p[lay.b1..lay.b1 + hd]);
+            self.probs[l * 256..l * 256 + 256].copy_from_slice(&self.p[lay.b2..lay.b2 + 256]);
+        }
+        matmul_acc(&self.input[..active * IN], &self.p[lay.w1..lay.b1], &mut self.h[..active * hd], IN, hd);
+        relu(&mut self.h[..active * hd]);
+        matmul_acc(&self.h[..active * hd], &self.p[lay.w2..lay.b2], &mut self.probs[..active * 256], hd, 256);
+        softmax_rows(&mut self.probs[..active * 256], 256);
+        &self.probs[..active * 256]
     }
-    pub fn learn(&mut self, _bytes: &[u8]) {}
+
+    /// Trains on the true bytes of the lanes of the last forward pass (one Adam step).
+    pub fn learn(&mut self, bytes: &[u8]) {
+        let lay = self.lay;
+        let hd = self.hidden;
+        let a = self.active.min(bytes.len());
+        // Cross-entropy gradient w.r.t. the logits: p - onehot(y).
+        let dz = &mut self.probs[..a * 256];
+        for (l, &y) in bytes[..a].iter().enumerate() {
+            dz[l * 256 + y as usize] -= 1.0;
+        }
+        let (w2, rest) = self.g[lay.w2..].split_at_mut(hd * 256);
+        outer_acc(&self.h[..a * hd], dz, w2, hd, 256);
+        for row in dz.chunks_exact(256) {
+            for (gb, &d) in rest[..256].iter_mut().zip(row) {
+                *gb += d;
+            }
+        }
+        matmul_nt(dz, &self.p[lay.w2..lay.b2], &mut self.dh[..a * hd], hd, 256);
+        relu_backward(&self.h[..a * hd], &mut self.dh[..a * hd]);
+        outer_acc(&self.input[..a * IN], &self.dh[..a * hd], &mut self.g[lay.w1..lay.b1], IN, hd);
+        for row in self.dh[..a * hd].chunks_exact(hd) {
+            for (gb, &d) in self.g[lay.b1..lay.b1 + hd].iter_mut().zip(row) {
+                *gb += d;
+            }
+        }
+        matmul_nt(&self.dh[..a * hd], &self.p[lay.w1..lay.b1], &mut self.din[..a * IN], IN, hd);
+        // Back through the patch-axis map and the gate.
+        for l in 0..a {
+            let din = &self.din[l * IN..l * IN + IN];
+            if let Some(b) = self.match_byte[l] {
+                let e = lay.memb + b as usize * EMB;
+                for (g, &d) in self.g[e..e + EMB].iter_mut().zip(&din[ROWS * FUSED..]) {
+                    *g += d;
+                }
+            }
+            for (k, &i) in self.kept[l].iter().enumerate() {
+                let r0 = (l * KEEP + k) * FUSED;
+                let f = &self.pf[r0..r0 + FUSED];
+                let s = self.sig[l][k];
+                let mut dsig = 0.0;
+                let dpf = &mut self.dpf[r0..r0 + FUSED];
+                dpf.fill(0.0);
+                for r in 0..ROWS {
+                    let m = self.p[lay.map + r * PATCHES + i];
+                    let dout = &din[r * FUSED..(r + 1) * FUSED];
+                    let mut dm = 0.0;
+                    for ((dp, &d), &fv) in dpf.iter_mut().zip(dout).zip(f) {
+                        dm += d * fv;
+                        *dp += d * m * s;
+                    }
+                    self.g[lay.map + r * PATCHES + i] += dm * s;
+                    dsig += dm * m;
+                }
+                // d score = d sigma * sigma (1 - sigma); the score is gate . x + gate_b[i].
+                let dscore = dsig * s * (1.0 - s);
+                self.g[lay.gate_b + i] += dscore;
+                let x = &self.px[(l * KEEP + k) * PIN..(l * KEEP + k + 1) * PIN];
+                for (g, &xv) in self.g[lay.gate..lay.gate + PIN].iter_mut().zip(x) {
+                    *g += dscore * xv;
+                }
+                let dx = &mut self.dpx[(l * KEEP + k) * PIN..(l * KEEP + k + 1) * PIN];
+                for (d, &gw) in dx.iter_mut().zip(&self.p[lay.gate..lay.gate + PIN]) {
+                    *d = dscore * gw;
+                }
+            }
+        }
+        // Back through the fusion layer.
+        let rows = a * KEEP;
+        relu_backward(&self.pf[..rows * FUSED], &mut self.dpf[..rows * FUSED]);
+        outer_acc(&self.px[..rows * PIN], &self.dpf[..rows * FUSED], &mut self.g[lay.wf..lay.bf], PIN, FUSED);
+        for row in self.dpf[..rows * FUSED].chunks_exact(FUSED) {
+            for (gb, &d) in self.g[lay.bf..lay.bf + FUSED].iter_mut().zip(row) {
+                *gb += d;
+            }
+        }
+        let mut dx = vec![0.0f32; rows * PIN];
+        matmul_nt(&self.dpf[..rows * FUSED], &self.p[lay.wf..lay.bf], &mut dx, PIN, FUSED);
+        // Into the byte embeddings.
+        for l in 0..a {
+            for (k, &i) in self.kept[l].iter().enumerate() {
+                let o = (l * KEEP + k) * PIN;
+                for j in 0..PATCH {
+                    let e = lay.emb + self.bytes[l][i + j] as usize * EMB;
+                    for t in 0..EMB {
+                        self.g[e + t] += dx[o + j * EMB + t] + self.dpx[o + j * EMB + t];
+                    }
+                }
+            }
+        }
+        // Embedding rows that got gradient.
+        for l in 0..a {
+            for &i in &self.kept[l] {
+                for j in 0..PATCH {
+                    self.touched.push(lay.emb + self.bytes[l][i + j] as usize * EMB);
+                }
+            }
+            if let Some(b) = self.match_byte[l] {
+                self.touched.push(lay.memb + b as usize * EMB);
+            }
+        }
+        // One Adam step per MIN_BATCH lane-bytes (every step once there are enough lanes):
+        // every dense parameter, and the embedding rows touched since the last step.
+        self.pending += a;
+        if self.pending < MIN_BATCH {
+            return;
+        }
+        self.pending = 0;
+        self.t += 1;
+        let (b1, b2) = (0.9f32, 0.999f32);
+        let corr = (1.0 - b2.powi(self.t)).sqrt() / (1.0 - b1.powi(self.t));
+        let step = AdamStep {
+            lr: self.lr * corr,
+            b1,
+            b2,
+            eps: 1e-6,
+        };
+        let d = lay.gate;
+        adam(&mut self.p[d..], &mut self.g[d..], &mut self.m[d..], &mut self.v[d..], step);
+        self.touched.sort_unstable();
+        self.touched.dedup();
+        for &e in &self.touched {
+            let r = e..e + EMB;
+            adam(&mut self.p[r.clone()], &mut self.g[r.clone()], &mut self.m[r.clone()], &mut self.v[r], step);
+        }
+        self.touched.clear();
+    }
 }

@@ -88,6 +88,7 @@ pub struct NeuralModel {
     p_mix: u32,
     net: Option<Net>,
     net_cdf: Vec<f32>,
+    net_match: Vec<(Option<u8>, usize)>,
 }
 
 /// Slot layout: 16 u32, element 0 is the check tag, 1..16 the counters of a nibble's bit tree.
@@ -137,6 +138,7 @@ impl NeuralModel {
             p_mix: 32768,
             net: (cfg.net.hidden > 0).then(|| Net::new(cfg.net, lanes.count)),
             net_cdf: vec![0.0; lanes.count * 257],
+            net_match: vec![(None, 0); lanes.count],
         }
     }
 
@@ -148,18 +150,6 @@ impl NeuralModel {
     /// Prepares the first `active` lanes for coding their byte at `step`.
     pub fn begin_step(&mut self, step: usize, active: usize) {
         let lanes = self.lanes;
-        if let Some(net) = self.net.as_mut() {
-            let probs = net.forward(&self.hist, &lanes, step, active, &self.states);
-            for l in 0..active {
-                let cdf = &mut self.net_cdf[l * 257..l * 257 + 257];
-                let mut run = 0.0f32;
-                for (c, &p) in cdf.iter_mut().zip(&probs[l * 256..l * 256 + 256]) {
-                    *c = run;
-                    run += p;
-                }
-                cdf[256] = run;
-            }
-        }
         for l in 0..active {
             let start = lanes.start(l);
             let pos = start + step;
@@ -170,15 +160,24 @@ impl NeuralModel {
             }
             lb.c0 = 1;
             lb.nib = 1;
-            lb.b1 = if pos > start {
-                self.hist[pos - 1] as u32
-            } else {
-                0
-            };
+            lb.b1 = if pos > start { self.hist[pos - 1] as u32 } else { 0 };
             lb.match_byte = MatchTable::predicted(&self.hist, ls, |q| lanes.known(q, step));
             lb.match_ok = lb.match_byte.is_some();
             lb.match_bucket = if lb.match_ok { ls.bucket() } else { 0 };
             lb.pos_mod = ((pos - start) & 3) as u32;
+            self.net_match[l] = (lb.match_byte, lb.match_bucket);
+        }
+        if let Some(net) = self.net.as_mut() {
+            let probs = net.forward(&self.hist, &lanes, step, active, &self.net_match);
+            for l in 0..active {
+                let cdf = &mut self.net_cdf[l * 257..l * 257 + 257];
+                let mut run = 0.0f32;
+                for (c, &p) in cdf.iter_mut().zip(&probs[l * 256..l * 256 + 256]) {
+                    *c = run;
+                    run += p;
+                }
+                cdf[256] = run;
+            }
         }
     }
 
