@@ -42,7 +42,7 @@ pub struct NetConfig {
 
 impl Default for NetConfig {
     fn default() -> Self {
-        NetConfig { hidden: 32, lr: 200 }
+        NetConfig { hidden: 32, lr: 500 }
     }
 }
 
