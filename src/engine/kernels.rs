@@ -138,37 +138,56 @@ pub fn ln_fixed(x: f32) -> f32 {
     t + e as f32 * std::f32::consts::LN_2
 }
 
-multiversion! {
-    /// out[b][j] += sum_k x[b][k] * w[k][j], k ascending (x: rows x k, w: k x n, out: rows x n).
-    /// Zero inputs are skipped identically on every level (sparse one-hot and ReLU inputs).
-    pub fn matmul_acc(x: &[f32], w: &[f32], out: &mut [f32], k: usize, n: usize) {
-        let rows = out.len() / n;
-        for b in 0..rows {
-            let xr = &x[b * k..b * k + k];
-            let or = &mut out[b * n..b * n + n];
-            for (kk, &a) in xr.iter().enumerate() {
-                if a == 0.0 {
-                    continue;
-                }
-                let wr = &w[kk * n..kk * n + n];
-                for (o, &wv) in or.iter_mut().zip(wr) {
-                    *o += a * wv;
-                }
+/// out[b][j] += sum_k x[b][k] * w[k][j] with k ascending; zero inputs skipped.
+#[inline(always)]
+fn matmul_rows(x: &[f32], w: &[f32], out: &mut [f32], k: usize, n: usize) {
+    let rows = out.len() / n;
+    for b in 0..rows {
+        let xr = &x[b * k..b * k + k];
+        let or = &mut out[b * n..b * n + n];
+        for (kk, &a) in xr.iter().enumerate() {
+            if a == 0.0 {
+                continue;
+            }
+            let wr = &w[kk * n..kk * n + n];
+            for (o, &wv) in or.iter_mut().zip(wr) {
+                *o += a * wv;
             }
         }
     }
 }
 
 multiversion! {
-    /// dx[b][kk] = sum_j dy[b][j] * w[kk][j] in the fixed reduction order (gradient w.r.t. input).
-    pub fn matmul_nt(dy: &[f32], w: &[f32], dx: &mut [f32], k: usize, n: usize) {
-        let rows = dy.len() / n;
-        for b in 0..rows {
-            let dyr = &dy[b * n..b * n + n];
-            for kk in 0..k {
-                dx[b * k + kk] = dot_fixed(dyr, &w[kk * n..kk * n + n]);
+    /// out[b][j] += sum_k x[b][k] * w[k][j], k ascending (x: rows x k, w: k x n, out: rows x n).
+    /// Zero inputs are skipped identically on every level (sparse one-hot and ReLU inputs).
+    pub fn matmul_acc(x: &[f32], w: &[f32], out: &mut [f32], k: usize, n: usize) {
+        matmul_rows(x, w, out, k, n)
+    }
+}
+
+multiversion! {
+    /// out = transpose of w (k x n), as n x k.
+    pub fn transpose(w: &[f32], out: &mut [f32], k: usize, n: usize) {
+        for kk in 0..k {
+            for j in 0..n {
+                out[j * k + kk] = w[kk * n + j];
             }
         }
+    }
+}
+
+multiversion! {
+    /// dx[b][kk] = sum_j dy[b][j] * w[kk][j], j ascending (gradient w.r.t. the input);
+    /// `scratch` holds the transpose of `w` and is reused across calls.
+    pub fn matmul_nt(dy: &[f32], w: &[f32], dx: &mut [f32], k: usize, n: usize, scratch: &mut Vec<f32>) {
+        scratch.resize(k * n, 0.0);
+        for kk in 0..k {
+            for j in 0..n {
+                scratch[j * k + kk] = w[kk * n + j];
+            }
+        }
+        dx.fill(0.0);
+        matmul_rows(dy, scratch, dx, n, k)
     }
 }
 
@@ -319,7 +338,7 @@ mod tests {
             });
             same_on_every_level("matmul_nt", || {
                 let mut dx = vec![0.0; rows * k];
-                matmul_nt(&dy, &w, &mut dx, k, n);
+                matmul_nt(&dy, &w, &mut dx, k, n, &mut Vec::new());
                 dx
             });
             same_on_every_level("outer_acc", || {
@@ -382,7 +401,7 @@ mod tests {
             o.iter().zip(&c).map(|(a, b)| *a as f64 * *b as f64).sum()
         };
         let mut dx = vec![0.0; rows * k];
-        matmul_nt(&c, &w, &mut dx, k, n);
+        matmul_nt(&c, &w, &mut dx, k, n, &mut Vec::new());
         let mut dw = vec![0.0; k * n];
         outer_acc(&x, &c, &mut dw, k, n);
         let h = 1e-2f32;

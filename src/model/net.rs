@@ -5,7 +5,7 @@
 
 use super::lanes::Lanes;
 use crate::engine::kernels::{
-    adam, exp_fixed, matmul_acc, matmul_nt, outer_acc, relu, relu_backward, softmax_rows, AdamStep,
+    adam, exp_fixed, matmul_acc, outer_acc, relu, relu_backward, softmax_rows, transpose, AdamStep,
 };
 
 /// Bytes of history the patches cover.
@@ -132,6 +132,11 @@ pub struct Net {
     din: Vec<f32>,
     dpf: Vec<f32>,
     dpx: Vec<f32>,
+    dx: Vec<f32>,
+    /// Transposes of W2, W1 and Wf, refreshed after every optimiser step (input gradients).
+    w2t: Vec<f32>,
+    w1t: Vec<f32>,
+    wft: Vec<f32>,
 }
 
 fn sigmoid(x: f32) -> f32 {
@@ -154,7 +159,7 @@ impl Net {
         init(&mut p[lay.w1..lay.b1], (6.0 / (IN + hidden) as f32).sqrt());
         init(&mut p[lay.w2..lay.b2], (6.0 / (hidden + 256) as f32).sqrt());
         let n = p.len();
-        Net {
+        let mut net = Net {
             hidden,
             lay,
             p,
@@ -179,7 +184,21 @@ impl Net {
             din: vec![0.0; lanes * IN],
             dpf: vec![0.0; lanes * KEEP * FUSED],
             dpx: vec![0.0; lanes * KEEP * PIN],
-        }
+            dx: vec![0.0; lanes * KEEP * PIN],
+            w2t: vec![0.0; hidden * 256],
+            w1t: vec![0.0; IN * hidden],
+            wft: vec![0.0; PIN * FUSED],
+        };
+        net.refresh_transposes();
+        net
+    }
+
+    /// Recomputes the transposed weights after the parameters changed.
+    fn refresh_transposes(&mut self) {
+        let (lay, hd) = (self.lay, self.hidden);
+        transpose(&self.p[lay.w2..lay.b2], &mut self.w2t, hd, 256);
+        transpose(&self.p[lay.w1..lay.b1], &mut self.w1t, IN, hd);
+        transpose(&self.p[lay.wf..lay.bf], &mut self.wft, PIN, FUSED);
     }
 
     /// Predicts the next byte of the first `active` lanes at `step`; `matches[l]` is lane l's
@@ -280,7 +299,8 @@ impl Net {
                 *gb += d;
             }
         }
-        matmul_nt(dz, &self.p[lay.w2..lay.b2], &mut self.dh[..a * hd], hd, 256);
+        self.dh[..a * hd].fill(0.0);
+        matmul_acc(dz, &self.w2t, &mut self.dh[..a * hd], 256, hd);
         relu_backward(&self.h[..a * hd], &mut self.dh[..a * hd]);
         outer_acc(&self.input[..a * IN], &self.dh[..a * hd], &mut self.g[lay.w1..lay.b1], IN, hd);
         for row in self.dh[..a * hd].chunks_exact(hd) {
@@ -288,7 +308,8 @@ impl Net {
                 *gb += d;
             }
         }
-        matmul_nt(&self.dh[..a * hd], &self.p[lay.w1..lay.b1], &mut self.din[..a * IN], IN, hd);
+        self.din[..a * IN].fill(0.0);
+        matmul_acc(&self.dh[..a * hd], &self.w1t, &mut self.din[..a * IN], hd, IN);
         // Back through the patch-axis map and the gate.
         for l in 0..a {
             let din = &self.din[l * IN..l * IN + IN];
@@ -338,8 +359,9 @@ impl Net {
                 *gb += d;
             }
         }
-        let mut dx = vec![0.0f32; rows * PIN];
-        matmul_nt(&self.dpf[..rows * FUSED], &self.p[lay.wf..lay.bf], &mut dx, PIN, FUSED);
+        let dx = &mut self.dx[..rows * PIN];
+        dx.fill(0.0);
+        matmul_acc(&self.dpf[..rows * FUSED], &self.wft, dx, FUSED, PIN);
         // Into the byte embeddings.
         for l in 0..a {
             for (k, &i) in self.kept[l].iter().enumerate() {
@@ -388,5 +410,6 @@ impl Net {
             adam(&mut self.p[r.clone()], &mut self.g[r.clone()], &mut self.m[r.clone()], &mut self.v[r], step);
         }
         self.touched.clear();
+        self.refresh_transposes();
     }
 }
