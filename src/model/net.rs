@@ -42,7 +42,10 @@ pub struct NetConfig {
 
 impl Default for NetConfig {
     fn default() -> Self {
-        NetConfig { hidden: 32, lr: 500 }
+        NetConfig {
+            hidden: 32,
+            lr: 500,
+        }
     }
 }
 
@@ -150,7 +153,8 @@ impl Net {
         let lay = Layout::new(hidden);
         let mut p = vec![0.0f32; lay.len];
         let mut rng = Rng(0x5E9_C0DE_5EED_0001);
-        let mut init = |p: &mut [f32], scale: f32| p.iter_mut().for_each(|x| *x = rng.uniform(scale));
+        let mut init =
+            |p: &mut [f32], scale: f32| p.iter_mut().for_each(|x| *x = rng.uniform(scale));
         init(&mut p[lay.emb..lay.memb], 0.3);
         init(&mut p[lay.memb..lay.gate], 0.3);
         init(&mut p[lay.gate..lay.gate_b], 0.1);
@@ -219,7 +223,11 @@ impl Net {
             let pos = start + step;
             let bytes = &mut self.bytes[l];
             for (i, b) in bytes.iter_mut().enumerate() {
-                *b = if pos > start + i { hist[pos - 1 - i] } else { 0 };
+                *b = if pos > start + i {
+                    hist[pos - 1 - i]
+                } else {
+                    0
+                };
             }
             // Patch inputs: the embeddings of each patch's bytes, side by side.
             let mut xs = [[0f32; PIN]; PATCHES];
@@ -250,7 +258,13 @@ impl Net {
         for r in 0..rows {
             self.pf[r * FUSED..r * FUSED + FUSED].copy_from_slice(&self.p[lay.bf..lay.bf + FUSED]);
         }
-        matmul_acc(&self.px[..rows * PIN], &self.p[lay.wf..lay.bf], &mut self.pf[..rows * FUSED], PIN, FUSED);
+        matmul_acc(
+            &self.px[..rows * PIN],
+            &self.p[lay.wf..lay.bf],
+            &mut self.pf[..rows * FUSED],
+            PIN,
+            FUSED,
+        );
         relu(&mut self.pf[..rows * FUSED]);
         // Map across the patch axis, match features, then the MLP backbone.
         for l in 0..active {
@@ -275,15 +289,33 @@ impl Net {
             self.h[l * hd..l * hd + hd].copy_from_slice(&self.p[lay.b1..lay.b1 + hd]);
             self.probs[l * 256..l * 256 + 256].copy_from_slice(&self.p[lay.b2..lay.b2 + 256]);
         }
-        matmul_acc(&self.input[..active * IN], &self.p[lay.w1..lay.b1], &mut self.h[..active * hd], IN, hd);
+        matmul_acc(
+            &self.input[..active * IN],
+            &self.p[lay.w1..lay.b1],
+            &mut self.h[..active * hd],
+            IN,
+            hd,
+        );
         relu(&mut self.h[..active * hd]);
-        matmul_acc(&self.h[..active * hd], &self.p[lay.w2..lay.b2], &mut self.probs[..active * 256], hd, 256);
+        matmul_acc(
+            &self.h[..active * hd],
+            &self.p[lay.w2..lay.b2],
+            &mut self.probs[..active * 256],
+            hd,
+            256,
+        );
         softmax_rows(&mut self.probs[..active * 256], 256);
         &self.probs[..active * 256]
     }
 
-    /// Trains on the true bytes of the lanes of the last forward pass (one Adam step).
+    /// Trains on the true bytes of the lanes of the last forward pass.
     pub fn learn(&mut self, bytes: &[u8]) {
+        self.backward(bytes);
+        self.optimise(bytes.len().min(self.active));
+    }
+
+    /// Accumulates the cross-entropy gradient of the last forward pass into `g`.
+    fn backward(&mut self, bytes: &[u8]) {
         let lay = self.lay;
         let hd = self.hidden;
         let a = self.active.min(bytes.len());
@@ -302,14 +334,26 @@ impl Net {
         self.dh[..a * hd].fill(0.0);
         matmul_acc(dz, &self.w2t, &mut self.dh[..a * hd], 256, hd);
         relu_backward(&self.h[..a * hd], &mut self.dh[..a * hd]);
-        outer_acc(&self.input[..a * IN], &self.dh[..a * hd], &mut self.g[lay.w1..lay.b1], IN, hd);
+        outer_acc(
+            &self.input[..a * IN],
+            &self.dh[..a * hd],
+            &mut self.g[lay.w1..lay.b1],
+            IN,
+            hd,
+        );
         for row in self.dh[..a * hd].chunks_exact(hd) {
             for (gb, &d) in self.g[lay.b1..lay.b1 + hd].iter_mut().zip(row) {
                 *gb += d;
             }
         }
         self.din[..a * IN].fill(0.0);
-        matmul_acc(&self.dh[..a * hd], &self.w1t, &mut self.din[..a * IN], hd, IN);
+        matmul_acc(
+            &self.dh[..a * hd],
+            &self.w1t,
+            &mut self.din[..a * IN],
+            hd,
+            IN,
+        );
         // Back through the patch-axis map and the gate.
         for l in 0..a {
             let din = &self.din[l * IN..l * IN + IN];
@@ -353,7 +397,13 @@ impl Net {
         // Back through the fusion layer.
         let rows = a * KEEP;
         relu_backward(&self.pf[..rows * FUSED], &mut self.dpf[..rows * FUSED]);
-        outer_acc(&self.px[..rows * PIN], &self.dpf[..rows * FUSED], &mut self.g[lay.wf..lay.bf], PIN, FUSED);
+        outer_acc(
+            &self.px[..rows * PIN],
+            &self.dpf[..rows * FUSED],
+            &mut self.g[lay.wf..lay.bf],
+            PIN,
+            FUSED,
+        );
         for row in self.dpf[..rows * FUSED].chunks_exact(FUSED) {
             for (gb, &d) in self.g[lay.bf..lay.bf + FUSED].iter_mut().zip(row) {
                 *gb += d;
@@ -374,11 +424,17 @@ impl Net {
                 }
             }
         }
-        // Embedding rows that got gradient.
+    }
+
+    /// Records the embedding rows that got gradient and, once `MIN_BATCH` lane-bytes have
+    /// accumulated, takes one Adam step.
+    fn optimise(&mut self, a: usize) {
+        let lay = self.lay;
         for l in 0..a {
             for &i in &self.kept[l] {
                 for j in 0..PATCH {
-                    self.touched.push(lay.emb + self.bytes[l][i + j] as usize * EMB);
+                    self.touched
+                        .push(lay.emb + self.bytes[l][i + j] as usize * EMB);
                 }
             }
             if let Some(b) = self.match_byte[l] {
@@ -402,14 +458,123 @@ impl Net {
             eps: 1e-6,
         };
         let d = lay.gate;
-        adam(&mut self.p[d..], &mut self.g[d..], &mut self.m[d..], &mut self.v[d..], step);
+        adam(
+            &mut self.p[d..],
+            &mut self.g[d..],
+            &mut self.m[d..],
+            &mut self.v[d..],
+            step,
+        );
         self.touched.sort_unstable();
         self.touched.dedup();
         for &e in &self.touched {
             let r = e..e + EMB;
-            adam(&mut self.p[r.clone()], &mut self.g[r.clone()], &mut self.m[r.clone()], &mut self.v[r], step);
+            adam(
+                &mut self.p[r.clone()],
+                &mut self.g[r.clone()],
+                &mut self.m[r.clone()],
+                &mut self.v[r],
+                step,
+            );
         }
         self.touched.clear();
         self.refresh_transposes();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Loss -sum ln p[y] of one forward pass over `lanes` lanes at `step`.
+    fn loss(
+        net: &mut Net,
+        hist: &[u8],
+        lanes: &Lanes,
+        step: usize,
+        m: &[(Option<u8>, usize)],
+        y: &[u8],
+    ) -> f64 {
+        let p = net.forward(hist, lanes, step, y.len(), m);
+        y.iter()
+            .enumerate()
+            .map(|(l, &b)| -(p[l * 256 + b as usize] as f64).ln())
+            .sum()
+    }
+
+    #[test]
+    fn gradients_match_finite_differences() {
+        let hist: Vec<u8> = b"the cat sat on the mat; the dog sat on the log.".to_vec();
+        let lanes = Lanes::new(hist.len(), 3, 1);
+        let step = 9;
+        let y: Vec<u8> = (0..lanes.active(step))
+            .map(|l| hist[lanes.start(l) + step])
+            .collect();
+        let m = vec![(Some(b'a'), 3), (None, 0), (Some(b' '), 9)];
+        let mut net = Net::new(NetConfig { hidden: 8, lr: 0 }, lanes.count);
+        // Move the weights off their symmetric start so every path carries gradient.
+        let mut rng = Rng(99);
+        for p in net.p.iter_mut() {
+            *p += rng.uniform(0.05);
+        }
+        net.refresh_transposes();
+        loss(&mut net, &hist, &lanes, step, &m, &y);
+        let kept = net.kept.clone();
+        net.g.fill(0.0);
+        net.backward(&y);
+        let analytic = net.g.clone();
+        let lay = net.lay;
+        let tensors = [
+            ("emb", lay.emb, lay.memb),
+            ("memb", lay.memb, lay.gate),
+            ("gate", lay.gate, lay.gate_b),
+            ("gate_b", lay.gate_b, lay.wf),
+            ("wf", lay.wf, lay.bf),
+            ("bf", lay.bf, lay.map),
+            ("map", lay.map, lay.w1),
+            ("w1", lay.w1, lay.b1),
+            ("b1", lay.b1, lay.w2),
+            ("w2", lay.w2, lay.b2),
+            ("b2", lay.b2, lay.len),
+        ];
+        let h = 2e-3f32;
+        for (name, from, to) in tensors {
+            // The parameters with the largest analytic gradient in each tensor are checked.
+            let mut idx: Vec<usize> = (from..to).collect();
+            idx.sort_by(|&a, &b| analytic[b].abs().total_cmp(&analytic[a].abs()));
+            assert!(analytic[idx[0]] != 0.0, "{name}: no gradient at all");
+            let mut checked = 0;
+            for &i in idx.iter().take(24) {
+                if checked == 6 {
+                    break;
+                }
+                let keep = net.p[i];
+                net.p[i] = keep + h;
+                net.refresh_transposes();
+                let up = loss(&mut net, &hist, &lanes, step, &m, &y);
+                let same_up = net.kept == kept;
+                net.p[i] = keep - h;
+                net.refresh_transposes();
+                let down = loss(&mut net, &hist, &lanes, step, &m, &y);
+                let same_down = net.kept == kept;
+                net.p[i] = keep;
+                // The top-k patch selection is piecewise constant: skip steps that cross it.
+                if !(same_up && same_down) {
+                    continue;
+                }
+                checked += 1;
+                let fd = (up - down) / (2.0 * h as f64);
+                let a = analytic[i] as f64;
+                assert!(
+                    (fd - a).abs() <= 2e-2 * a.abs().max(fd.abs()) + 2e-3,
+                    "{name}[{}]: analytic {a}, finite difference {fd}",
+                    i - from
+                );
+            }
+            assert!(
+                checked >= 3 || to - from < 6,
+                "{name}: only {checked} parameters checked"
+            );
+        }
     }
 }

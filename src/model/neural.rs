@@ -160,7 +160,11 @@ impl NeuralModel {
             }
             lb.c0 = 1;
             lb.nib = 1;
-            lb.b1 = if pos > start { self.hist[pos - 1] as u32 } else { 0 };
+            lb.b1 = if pos > start {
+                self.hist[pos - 1] as u32
+            } else {
+                0
+            };
             lb.match_byte = MatchTable::predicted(&self.hist, ls, |q| lanes.known(q, step));
             lb.match_ok = lb.match_byte.is_some();
             lb.match_bucket = if lb.match_ok { ls.bucket() } else { 0 };
