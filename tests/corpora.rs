@@ -5,22 +5,24 @@ mod common;
 use common::*;
 use std::fs;
 
-/// A representative subset: prose, markup, source, an executable, a spreadsheet, float weights.
-const SUBSET: &[&str] = &[
-    "text/paper1",
-    "text/cp.html",
-    "text/fields.c",
-    "text/xargs.1",
-    "binary/obj2",
-    "binary/sum",
-    "binary/kennedy.xls",
-    "tensors/silero-vad-16k.f32.safetensors",
+/// A representative subset: prose, markup, source, executables, seismic samples, and the first
+/// 128 KiB of a float-weights file (the whole corpus runs in the ignored test and the bench).
+const SUBSET: &[(&str, usize)] = &[
+    ("text/paper1", usize::MAX),
+    ("text/cp.html", usize::MAX),
+    ("text/fields.c", usize::MAX),
+    ("text/xargs.1", usize::MAX),
+    ("binary/obj2", usize::MAX),
+    ("binary/sum", usize::MAX),
+    ("binary/geo", usize::MAX),
+    ("tensors/silero-vad-16k.f32.safetensors", 128 << 10),
 ];
 
 #[test]
 fn corpus_subset_round_trips() {
-    for name in SUBSET {
-        let data = fs::read(corpora().join(name)).unwrap();
+    for &(name, limit) in SUBSET {
+        let mut data = fs::read(corpora().join(name)).unwrap();
+        data.truncate(limit);
         let archive = round_trip(&data, &[]);
         // Text and executables must shrink; float weights may be stored (small constant overhead).
         let limit = if name.starts_with("tensors/") {
