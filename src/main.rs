@@ -60,6 +60,16 @@ struct CompressArgs {
     /// Maximum bytes per independent block (suffixes K, M, G).
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     block_size: Option<u64>,
+    /// Backbone network of the predictor.
+    #[arg(long, value_enum, default_value = "pac")]
+    model: ModelArg,
+}
+
+/// Backbones selectable on the command line.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ModelArg {
+    /// PAC-style MLP over SEP patch features.
+    Pac,
 }
 
 /// Parses a byte count with an optional K/M/G (binary) suffix.
@@ -326,6 +336,12 @@ fn run_compress(args: CompressArgs) -> Result<(), Failure> {
         opts.block_size = bs;
         opts.validate()?;
     }
+    opts.model = match args.model {
+        ModelArg::Pac => sep::model::ModelConfig::Neural(
+            sep::model::Backbone::Pac,
+            sep::model::NeuralConfig::default(),
+        ),
+    };
     let mut out = Output::create(dest.clone(), c.force)?;
     let started = Instant::now();
     let stats = {

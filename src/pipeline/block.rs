@@ -1,9 +1,9 @@
 //! One block: run the predictor over its bytes and range-code them, or store them raw.
 
-use crate::coder::{quantize, FreqTable, LaneDecoder, LaneEncoder};
+use crate::coder::{LaneDecoder, LaneEncoder};
 use crate::error::{Error, Result};
 use crate::format::Codec;
-use crate::model::{ModelConfig, NeuralConfig, NeuralModel, Predictor};
+use crate::model::{ModelConfig, NeuralConfig, NeuralModel};
 
 /// Bytes between two progress reports.
 const PROGRESS_EVERY: usize = 1 << 16;
@@ -13,12 +13,10 @@ pub type ProgressFn<'a> = &'a (dyn Fn(u64) + Sync);
 
 /// Codes one block; falls back to storing it when coding would not make it smaller.
 pub fn encode_block(data: &[u8], model: &ModelConfig, progress: ProgressFn) -> (Codec, Vec<u8>) {
-    let payload = match (model, model.build()) {
-        (ModelConfig::Neural(cfg), _) => encode_lanes(data, *cfg, progress),
-        (_, Some(p)) => encode_stream(data, p, progress),
-        (_, None) => Vec::new(),
+    let payload = match model {
+        ModelConfig::Neural(_, cfg) => encode_lanes(data, *cfg, progress),
     };
-    if !payload.is_empty() && payload.len() < data.len() {
+    if payload.len() < data.len() {
         (Codec::Model, payload)
     } else {
         (Codec::Stored, data.to_vec())
@@ -41,55 +39,10 @@ pub fn decode_block(
             progress(raw_len as u64);
             Ok(payload)
         }
-        Codec::Model => match (model, model.build()) {
-            (ModelConfig::Neural(cfg), _) => decode_lanes(&payload, raw_len, *cfg, progress),
-            (_, Some(p)) => decode_stream(&payload, raw_len, p, progress),
-            (_, None) => Err(Error::Corrupt("model cannot decode a block".into())),
+        Codec::Model => match model {
+            ModelConfig::Neural(_, cfg) => decode_lanes(&payload, raw_len, *cfg, progress),
         },
     }
-}
-
-fn encode_stream(
-    data: &[u8],
-    mut predictor: Box<dyn Predictor + Send>,
-    progress: ProgressFn,
-) -> Vec<u8> {
-    let mut probs = [0f32; 256];
-    let mut table = FreqTable::default();
-    let mut enc = LaneEncoder::new();
-    for chunk in data.chunks(PROGRESS_EVERY) {
-        for &b in chunk {
-            predictor.predict(&mut probs);
-            quantize(&probs, &mut table);
-            enc.encode(b, &table);
-            predictor.update(b);
-        }
-        progress(chunk.len() as u64);
-    }
-    enc.finish()
-}
-
-fn decode_stream(
-    payload: &[u8],
-    raw_len: usize,
-    mut predictor: Box<dyn Predictor + Send>,
-    progress: ProgressFn,
-) -> Result<Vec<u8>> {
-    let mut probs = [0f32; 256];
-    let mut table = FreqTable::default();
-    let mut dec = LaneDecoder::new(payload)?;
-    let mut out = vec![0u8; raw_len];
-    for chunk in out.chunks_mut(PROGRESS_EVERY) {
-        for slot in chunk.iter_mut() {
-            predictor.predict(&mut probs);
-            quantize(&probs, &mut table);
-            let b = dec.decode(&table)?;
-            *slot = b;
-            predictor.update(b);
-        }
-        progress(chunk.len() as u64);
-    }
-    Ok(out)
 }
 
 /// Lane payload: lane count (u16), each lane's coded length (u32), then the lanes' streams.
