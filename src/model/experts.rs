@@ -21,7 +21,7 @@ pub enum ContextKind {
 }
 
 /// The hashed experts, in weight-table order.
-pub const HASHED: [ContextKind; 17] = [
+pub const HASHED: [ContextKind; 19] = [
     ContextKind::Order(2),
     ContextKind::Order(3),
     ContextKind::Order(4),
@@ -39,6 +39,8 @@ pub const HASHED: [ContextKind; 17] = [
     ContextKind::Aligned(2),
     ContextKind::Column,
     ContextKind::ColumnLeft,
+    ContextKind::Aligned(4),
+    ContextKind::Sparse(0b1111_0000),
 ];
 /// Number of hashed experts.
 pub const N_HASHED: usize = HASHED.len();
@@ -237,7 +239,7 @@ impl MatchTable {
                 ls.misses += 1;
             }
             ls.ptr += 1;
-            if ls.misses > 8 && ls.len < 16 {
+            if ls.misses > 64 && ls.len < 16 {
                 ls.ptr = usize::MAX;
             }
         }
