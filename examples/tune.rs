@@ -20,12 +20,12 @@ fn main() {
     cfg.mix_lr_start = env_or("SEP_MIX_LR0", cfg.mix_lr_start);
     cfg.net.hidden = env_or("SEP_HIDDEN", cfg.net.hidden);
     cfg.net.lr = env_or("SEP_NET_LR", cfg.net.lr);
-    let model = ModelConfig::Neural(Backbone::Pac, cfg);
+    let _ = ModelConfig::Neural(Backbone::Pac, cfg);
     let mut total = 0usize;
     for path in std::env::args().skip(1) {
         let data = std::fs::read(&path).expect("read input");
         let t = Instant::now();
-        let (_, payload) = sep::pipeline::encode_block(&data, &model, &|_| {});
+        let (payload, _) = sep::pipeline::encode_lanes(&data, cfg, Default::default(), &|_| {});
         let secs = t.elapsed().as_secs_f64();
         total += payload.len();
         println!(

@@ -19,7 +19,7 @@ use std::io::{Read, Seek, Write};
 use std::sync::Arc;
 
 /// Default maximum raw bytes per block.
-pub const DEFAULT_BLOCK_SIZE: u64 = 16 << 20;
+pub const DEFAULT_BLOCK_SIZE: u64 = 8 << 20;
 
 /// Settings of a compression or decompression run.
 #[derive(Clone)]
@@ -34,6 +34,10 @@ pub struct Options {
     pub kernels: KernelLevel,
     /// Called with the number of input bytes finished, from worker threads.
     pub progress: Option<Arc<dyn Fn(u64) + Send + Sync>>,
+    /// Called after each block is written with its original and archived sizes.
+    pub on_block: Option<Arc<dyn Fn(u64, u64) + Send + Sync>>,
+    /// Length of the input if known (compression only): blocks are then cut evenly.
+    pub size_hint: Option<u64>,
 }
 
 impl Default for Options {
@@ -44,6 +48,8 @@ impl Default for Options {
             model: ModelConfig::default(),
             kernels: KernelLevel::detect(),
             progress: None,
+            on_block: None,
+            size_hint: None,
         }
     }
 }

@@ -244,12 +244,12 @@ fn progress_bar(total: Option<u64>, quiet: bool) -> Option<ProgressBar> {
     let bar = match total {
         Some(n) => ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr()).with_style(
             ProgressStyle::with_template(
-                "{bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta}",
+                "{bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta} {msg}",
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
         ),
         None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(
-            ProgressStyle::with_template("{spinner} {bytes} {binary_bytes_per_sec}")
+            ProgressStyle::with_template("{spinner} {bytes} {binary_bytes_per_sec} {msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         ),
     };
@@ -266,6 +266,17 @@ fn options(threads: Option<usize>, bar: &Option<ProgressBar>) -> Result<Options,
     }
     if let Some(bar) = bar.clone() {
         opts.progress = Some(Arc::new(move |n| bar.inc(n)));
+    }
+    if let Some(bar) = bar.clone() {
+        // Running ratio of the blocks written so far, shown next to the bar.
+        let sizes = Arc::new(std::sync::Mutex::new((0u64, 0u64)));
+        opts.on_block = Some(Arc::new(move |raw, archived| {
+            if let Ok(mut s) = sizes.lock() {
+                s.0 += raw;
+                s.1 += archived;
+                bar.set_message(format!("ratio {:.3}", s.0 as f64 / s.1.max(1) as f64));
+            }
+        }));
     }
     opts.validate()?;
     Ok(opts)
@@ -336,6 +347,7 @@ fn run_compress(args: CompressArgs) -> Result<(), Failure> {
         opts.block_size = bs;
         opts.validate()?;
     }
+    opts.size_hint = len;
     opts.model = match args.model {
         ModelArg::Pac => sep::model::ModelConfig::Neural(
             sep::model::Backbone::Pac,

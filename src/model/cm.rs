@@ -135,7 +135,13 @@ pub struct Apm {
 impl Apm {
     /// `contexts` contexts, update shift `rate` (higher adapts slower).
     pub fn new(contexts: usize, rate: u32) -> Self {
-        let mut t = Vec::with_capacity(contexts * 33);
+        Self::new_in(contexts, rate, Vec::new())
+    }
+
+    /// Like `new`, reusing `t`'s memory.
+    pub fn new_in(contexts: usize, rate: u32, mut t: Vec<u16>) -> Self {
+        t.clear();
+        t.reserve(contexts * 33);
         for _ in 0..contexts {
             for j in 0..33 {
                 let p = squash((j as f32 - 16.0) * 0.5);
@@ -143,6 +149,11 @@ impl Apm {
             }
         }
         Apm { t, idx: 0, rate }
+    }
+
+    /// Gives the table's memory back for reuse.
+    pub fn into_buffer(self) -> Vec<u16> {
+        self.t
     }
 
     /// Refined probability (16 bits) of stretched input `st` in context `cx`.

@@ -182,13 +182,17 @@ pub struct MatchTable {
 }
 
 impl MatchTable {
-    /// An empty table sized for a block of `len` bytes.
-    pub fn new(len: usize) -> Self {
+    /// An empty table sized for a block of `len` bytes, reusing `buf`'s memory.
+    pub fn new_in(len: usize, mut buf: Vec<u32>) -> Self {
         let bits = (usize::BITS - len.max(1).leading_zeros()).clamp(12, 22);
-        MatchTable {
-            table: vec![u32::MAX; 1 << bits],
-            bits,
-        }
+        buf.clear();
+        buf.resize(1 << bits, u32::MAX);
+        MatchTable { table: buf, bits }
+    }
+
+    /// Gives the table's memory back for reuse.
+    pub fn into_buffer(self) -> Vec<u32> {
+        self.table
     }
 
     /// Learns the byte at `pos` (already in `hist`) of the lane starting at `start`: advances

@@ -7,7 +7,7 @@ pub mod net;
 mod neural;
 
 pub use net::{Net, NetConfig};
-pub use neural::{NeuralConfig, NeuralModel};
+pub use neural::{NeuralConfig, NeuralModel, Workspace};
 
 use crate::error::{Error, Result};
 

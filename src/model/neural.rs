@@ -65,6 +65,25 @@ struct LaneBits {
     pos_mod: u32,
 }
 
+/// The large tables of a model, kept between blocks so that a worker allocates them once.
+#[derive(Default)]
+pub struct Workspace {
+    hist: Vec<u8>,
+    slots: Vec<u32>,
+    matches: Vec<u32>,
+    apm: Vec<u16>,
+}
+
+impl Workspace {
+    /// Bytes of memory the workspace holds.
+    pub fn bytes(&self) -> usize {
+        self.hist.capacity()
+            + 4 * self.slots.capacity()
+            + 4 * self.matches.capacity()
+            + 2 * self.apm.capacity()
+    }
+}
+
 /// The predictor state of one block.
 pub struct NeuralModel {
     lanes: Lanes,
@@ -97,6 +116,22 @@ const SLOT: usize = 16;
 impl NeuralModel {
     /// A fresh model for a block of `len` bytes.
     pub fn new(cfg: NeuralConfig, len: usize) -> Self {
+        Self::new_in(cfg, len, Workspace::default())
+    }
+
+    /// Gives the model's large tables back for the next block.
+    pub fn into_workspace(self) -> Workspace {
+        Workspace {
+            hist: self.hist,
+            slots: self.slots,
+            matches: self.matches.into_buffer(),
+            apm: self.apm_b.into_buffer(),
+        }
+    }
+
+    /// A fresh model for a block of `len` bytes, built in `ws`'s memory (every table is reset,
+    /// so the result is identical to `new`).
+    pub fn new_in(cfg: NeuralConfig, len: usize, ws: Workspace) -> Self {
         let lanes = Lanes::new(len, cfg.max_lanes as usize, cfg.min_lane as usize);
         // Slots shared by all hashed contexts, scaled to the block: 2^12..=2^21 (128 MiB).
         let want = len.saturating_mul(4).max(1).next_power_of_two();
@@ -114,14 +149,19 @@ impl NeuralModel {
         };
         let lr = cfg.mix_lr as f32 * 1e-4;
         let lr0 = cfg.mix_lr_start as f32 * 1e-4;
-        let mut slots = vec![COUNTER_INIT; n_slots * SLOT];
+        let mut slots = ws.slots;
+        slots.clear();
+        slots.resize(n_slots * SLOT, COUNTER_INIT);
         slots.iter_mut().step_by(SLOT).for_each(|c| *c = 0);
+        let mut hist = ws.hist;
+        hist.clear();
+        hist.resize(len, 0);
         NeuralModel {
             lanes,
-            hist: vec![0; len],
+            hist,
             states: vec![LaneState::default(); lanes.count],
             bits: vec![blank; lanes.count],
-            matches: MatchTable::new(len),
+            matches: MatchTable::new_in(len, ws.matches),
             slots,
             slot_mask: n_slots - 1,
             t0: vec![COUNTER_INIT; 256],
@@ -132,7 +172,7 @@ impl NeuralModel {
             mix_c: Mixer::new(N_IN, 256 * 4, lr, lr0, 0.3),
             mix_final: Mixer::new(3, 256, lr * 0.5, lr0 * 0.5, 1.0 / 3.0),
             apm_a: Apm::new(256, 7),
-            apm_b: Apm::new(65536, 7),
+            apm_b: Apm::new_in(65536, 7, ws.apm),
             x: [0.0; N_IN],
             st_mix: 0.0,
             p_mix: 32768,

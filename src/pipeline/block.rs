@@ -1,78 +1,93 @@
-//! One block: run the predictor over its bytes and range-code them, or store them raw.
+//! One block through the model: the producer predicts each bit of every lane, a consumer
+//! range-codes them (encoding); decoding codes inline, since each prediction needs the bit
+//! before it.
 
 use crate::coder::{LaneDecoder, LaneEncoder};
 use crate::error::{Error, Result};
-use crate::format::Codec;
-use crate::model::{ModelConfig, NeuralConfig, NeuralModel};
+use crate::model::{NeuralConfig, NeuralModel, Workspace};
+use crossbeam_channel::bounded;
 
 /// Bytes between two progress reports.
 const PROGRESS_EVERY: usize = 1 << 16;
+/// Coded bits per message from the producer to the coding consumer.
+const BATCH: usize = 4096;
+/// Messages in flight between producer and consumer.
+const QUEUE: usize = 4;
 
 /// Progress callback: called with the number of input bytes just finished.
 pub type ProgressFn<'a> = &'a (dyn Fn(u64) + Sync);
 
-/// Codes one block; falls back to storing it when coding would not make it smaller.
-pub fn encode_block(data: &[u8], model: &ModelConfig, progress: ProgressFn) -> (Codec, Vec<u8>) {
-    let payload = match model {
-        ModelConfig::Neural(_, cfg) => encode_lanes(data, *cfg, progress),
-    };
-    if payload.len() < data.len() {
-        (Codec::Model, payload)
-    } else {
-        (Codec::Stored, data.to_vec())
-    }
+/// Packs a lane index, a 16-bit probability and a bit into one queue entry.
+#[inline]
+fn pack(lane: usize, p: u32, bit: bool) -> u64 {
+    (lane as u64) << 17 | (p as u64) << 1 | bit as u64
 }
 
-/// Decodes one block's payload back into `raw_len` bytes.
-pub fn decode_block(
-    codec: Codec,
-    payload: Vec<u8>,
-    raw_len: usize,
-    model: &ModelConfig,
+/// Encodes `data` with the model built in `ws`; returns the lane payload and the workspace.
+/// Payload: lane count (u16), each lane's coded length (u32), then the lanes' streams.
+pub fn encode_lanes(
+    data: &[u8],
+    cfg: NeuralConfig,
+    ws: Workspace,
     progress: ProgressFn,
-) -> Result<Vec<u8>> {
-    match codec {
-        Codec::Stored => {
-            if payload.len() != raw_len {
-                return Err(Error::Corrupt("stored block length mismatch".into()));
-            }
-            progress(raw_len as u64);
-            Ok(payload)
-        }
-        Codec::Model => match model {
-            ModelConfig::Neural(_, cfg) => decode_lanes(&payload, raw_len, *cfg, progress),
-        },
-    }
-}
-
-/// Lane payload: lane count (u16), each lane's coded length (u32), then the lanes' streams.
-fn encode_lanes(data: &[u8], cfg: NeuralConfig, progress: ProgressFn) -> Vec<u8> {
-    let mut model = NeuralModel::new(cfg, data.len());
+) -> (Vec<u8>, Workspace) {
+    let mut model = NeuralModel::new_in(cfg, data.len(), ws);
     let lanes = model.lanes();
-    let mut encs: Vec<LaneEncoder> = (0..lanes.count).map(|_| LaneEncoder::new()).collect();
-    let mut bytes = vec![0u8; lanes.count];
-    let mut pending = 0usize;
-    for step in 0..lanes.steps() {
-        let active = lanes.active(step);
-        model.begin_step(step, active);
-        for (l, enc) in encs.iter_mut().enumerate().take(active) {
-            let b = data[lanes.start(l) + step];
-            bytes[l] = b;
-            for i in (0..8).rev() {
-                let bit = (b >> i) & 1 != 0;
-                enc.encode_bit(bit, model.predict_bit(l));
-                model.update_bit(l, bit);
+    let (full_tx, full_rx) = bounded::<Vec<u64>>(QUEUE);
+    let (free_tx, free_rx) = bounded::<Vec<u64>>(QUEUE + 2);
+    for _ in 0..QUEUE + 2 {
+        let _ = free_tx.send(Vec::with_capacity(BATCH + 8 * lanes.count));
+    }
+    let streams = std::thread::scope(|s| {
+        // Consumer: owns the lanes' range coders.
+        let consumer = s.spawn(move || {
+            let mut encs: Vec<LaneEncoder> = (0..lanes.count).map(|_| LaneEncoder::new()).collect();
+            for mut batch in full_rx {
+                for &e in &batch {
+                    let lane = (e >> 17) as usize;
+                    encs[lane].encode_bit(e & 1 != 0, ((e >> 1) & 0xffff) as u32);
+                }
+                batch.clear();
+                let _ = free_tx.send(batch);
+            }
+            encs.into_iter()
+                .map(LaneEncoder::finish)
+                .collect::<Vec<_>>()
+        });
+        // Producer: the model.
+        let mut bytes = vec![0u8; lanes.count];
+        let mut batch = free_rx.recv().unwrap_or_default();
+        let mut pending = 0usize;
+        for step in 0..lanes.steps() {
+            let active = lanes.active(step);
+            model.begin_step(step, active);
+            for (l, byte) in bytes.iter_mut().enumerate().take(active) {
+                let b = data[lanes.start(l) + step];
+                *byte = b;
+                for i in (0..8).rev() {
+                    let bit = (b >> i) & 1 != 0;
+                    batch.push(pack(l, model.predict_bit(l), bit));
+                    model.update_bit(l, bit);
+                }
+            }
+            model.end_step(step, &bytes[..active]);
+            if batch.len() >= BATCH {
+                let next = free_rx.recv().unwrap_or_default();
+                let _ = full_tx.send(std::mem::replace(&mut batch, next));
+            }
+            pending += active;
+            if pending >= PROGRESS_EVERY {
+                progress(pending as u64);
+                pending = 0;
             }
         }
-        model.end_step(step, &bytes[..active]);
-        pending += active;
-        if pending >= PROGRESS_EVERY {
-            progress(pending as u64);
-            pending = 0;
-        }
-    }
-    progress(pending as u64);
-    let streams: Vec<Vec<u8>> = encs.into_iter().map(LaneEncoder::finish).collect();
+        let _ = full_tx.send(batch);
+        drop(full_tx);
+        progress(pending as u64);
+        consumer
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    });
     let mut out =
         Vec::with_capacity(2 + 4 * streams.len() + streams.iter().map(Vec::len).sum::<usize>());
     out.extend_from_slice(&(lanes.count as u16).to_le_bytes());
@@ -82,16 +97,28 @@ fn encode_lanes(data: &[u8], cfg: NeuralConfig, progress: ProgressFn) -> Vec<u8>
     for s in &streams {
         out.extend_from_slice(s);
     }
-    out
+    (out, model.into_workspace())
 }
 
-fn decode_lanes(
+/// Decodes a lane payload into `raw_len` bytes with the model built in `ws`.
+pub fn decode_lanes(
     payload: &[u8],
     raw_len: usize,
     cfg: NeuralConfig,
+    ws: Workspace,
+    progress: ProgressFn,
+) -> (Result<Vec<u8>>, Workspace) {
+    let mut model = NeuralModel::new_in(cfg, raw_len, ws);
+    let out = decode_with(&mut model, payload, raw_len, progress);
+    (out, model.into_workspace())
+}
+
+fn decode_with(
+    model: &mut NeuralModel,
+    payload: &[u8],
+    raw_len: usize,
     progress: ProgressFn,
 ) -> Result<Vec<u8>> {
-    let mut model = NeuralModel::new(cfg, raw_len);
     let lanes = model.lanes();
     let corrupt = |what: &str| Error::Corrupt(format!("lane layout: {what}"));
     if payload.len() < 2 + 4 * lanes.count {

@@ -1,15 +1,22 @@
-//! Streams an input through blocks: reads, codes blocks concurrently, writes them in order.
+//! Streams an input through independent blocks: the calling thread reads blocks and writes
+//! results in order, a pool of workers codes blocks concurrently (each through the backend),
+//! and the number of blocks in flight is bounded so memory does not grow with the input.
 
+mod backend;
 mod block;
 
-pub use block::{decode_block, encode_block, ProgressFn};
+pub use backend::{Arena, Backend, CpuBackend};
+pub use block::{decode_lanes, encode_lanes, ProgressFn};
 
 use crate::engine::{set_level, ENGINE_VERSION};
 use crate::error::{Error, Result};
-use crate::format::{BlockRecord, Header, Next, TableEntry, Trailer};
+use crate::format::{BlockRecord, Codec, Header, Next, TableEntry, Trailer};
 use crate::model::ModelConfig;
 use crate::{Options, Stats};
+use crossbeam_channel::{bounded, unbounded};
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 /// Reads until `buf` is full or the input ends; returns the number of bytes read.
@@ -24,29 +31,6 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
         }
     }
     Ok(n)
-}
-
-/// Runs `f` on every item, one thread per item, and returns the results in order.
-fn run_parallel<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
-    if items.len() <= 1 {
-        return items.into_iter().map(&f).collect();
-    }
-    std::thread::scope(|s| {
-        let handles: Vec<_> = items
-            .into_iter()
-            .map(|it| {
-                let f = &f;
-                s.spawn(move || f(it))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| match h.join() {
-                Ok(r) => r,
-                Err(panic) => std::panic::resume_unwind(panic),
-            })
-            .collect()
-    })
 }
 
 /// Writer wrapper counting the bytes written.
@@ -66,14 +50,88 @@ impl<W: Write> Write for Counting<W> {
     }
 }
 
+/// Block size actually used: `max` for inputs of unknown length; otherwise the input is cut
+/// into equal blocks of at most `max` bytes (balanced work, no tiny last block).
+pub fn block_size_for(max: u64, len: Option<u64>) -> u64 {
+    match len {
+        Some(n) if n > max => n.div_ceil(n.div_ceil(max)),
+        Some(n) if n > 0 => n,
+        _ => max,
+    }
+}
+
+/// Runs `jobs` through `threads` workers applying `work`, handing results to `sink` in job
+/// order. `source` yields jobs until `None`; at most `threads + 1` jobs are in flight.
+fn run_ordered<J: Send, R: Send>(
+    threads: usize,
+    mut source: impl FnMut() -> Result<Option<J>>,
+    work: impl Fn(J) -> R + Sync,
+    mut sink: impl FnMut(R) -> Result<()>,
+) -> Result<()> {
+    let in_flight = threads + 1;
+    let (job_tx, job_rx) = bounded::<(usize, J)>(in_flight);
+    let (done_tx, done_rx) = unbounded::<(usize, R)>();
+    let cancel = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            let (job_rx, done_tx, work, cancel) = (job_rx.clone(), done_tx.clone(), &work, &cancel);
+            s.spawn(move || {
+                for (i, job) in job_rx {
+                    if cancel.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    if done_tx.send((i, work(job))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(done_tx);
+        let result = (|| {
+            let (mut sent, mut written, mut eof) = (0usize, 0usize, false);
+            let mut ready = BTreeMap::new();
+            loop {
+                while !eof && sent - written < in_flight {
+                    match source()? {
+                        Some(job) => {
+                            // Cannot fail: the workers hold the receiver until the sender drops.
+                            let _ = job_tx.send((sent, job));
+                            sent += 1;
+                        }
+                        None => eof = true,
+                    }
+                }
+                if eof && written == sent {
+                    return Ok(());
+                }
+                let (i, r) = done_rx
+                    .recv()
+                    .map_err(|_| Error::Io(std::io::Error::other("a worker stopped")))?;
+                ready.insert(i, r);
+                while let Some(r) = ready.remove(&written) {
+                    sink(r)?;
+                    written += 1;
+                }
+            }
+        })();
+        cancel.store(result.is_err(), Ordering::Relaxed);
+        drop(job_tx);
+        result
+    })
+}
+
+fn noop(_: u64) {}
+
 /// Compresses `input` into `output` as a complete archive.
 pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) -> Result<Stats> {
     opts.validate()?;
     set_level(opts.kernels);
+    let backend = CpuBackend::default();
+    let block_size = block_size_for(opts.block_size, opts.size_hint);
     let header = Header {
         flags: 0,
         engine_version: ENGINE_VERSION,
-        block_size: opts.block_size,
+        block_size,
         model_config: opts.model.to_bytes(),
     };
     let mut out = Counting {
@@ -84,32 +142,35 @@ pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) 
     let mut hasher = Xxh3::new();
     let mut table = Vec::new();
     let mut total = 0u64;
-    let noop = |_: u64| {};
     let progress: ProgressFn = match &opts.progress {
         Some(p) => p.as_ref(),
         None => &noop,
     };
-    loop {
-        let mut batch = Vec::with_capacity(opts.threads);
-        let mut at_end = false;
-        while batch.len() < opts.threads {
-            let mut buf = vec![0u8; opts.block_size as usize];
+    let model = &opts.model;
+    run_ordered(
+        opts.threads,
+        || {
+            let mut buf = vec![0u8; block_size as usize];
             let n = read_full(input, &mut buf)?;
             buf.truncate(n);
-            if n > 0 {
-                batch.push(buf);
-            }
-            if n < opts.block_size as usize {
-                at_end = true;
-                break;
-            }
-        }
-        let coded = run_parallel(batch, |data| {
-            let hash = xxh3_64(&data);
-            let (codec, payload) = encode_block(&data, &opts.model, progress);
-            (data, hash, codec, payload)
-        });
-        for (data, raw_hash, codec, payload) in coded {
+            Ok((n > 0).then_some(buf))
+        },
+        |data: Vec<u8>| {
+            let raw_hash = xxh3_64(&data);
+            let payload = backend.encode(&data, model, progress);
+            let (codec, payload) = if payload.len() < data.len() {
+                (Codec::Model, payload)
+            } else {
+                (Codec::Stored, Vec::new())
+            };
+            (data, raw_hash, codec, payload)
+        },
+        |(data, raw_hash, codec, payload)| {
+            let payload = if codec == Codec::Stored {
+                &data[..]
+            } else {
+                &payload[..]
+            };
             hasher.update(&data);
             total += data.len() as u64;
             let rec = BlockRecord {
@@ -117,7 +178,7 @@ pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) 
                 raw_len: data.len() as u64,
                 payload_len: payload.len() as u64,
                 raw_hash,
-                payload_hash: xxh3_64(&payload),
+                payload_hash: xxh3_64(payload),
             };
             table.push(TableEntry {
                 offset: out.count,
@@ -126,12 +187,13 @@ pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) 
                 codec,
             });
             rec.write(&mut out)?;
-            out.write_all(&payload)?;
-        }
-        if at_end {
-            break;
-        }
-    }
+            out.write_all(payload)?;
+            if let Some(b) = &opts.on_block {
+                b(rec.raw_len, BlockRecord::LEN + rec.payload_len);
+            }
+            Ok(())
+        },
+    )?;
     let trailer = Trailer {
         total_len: total,
         data_hash: hasher.digest(),
@@ -150,6 +212,7 @@ pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) 
 pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options) -> Result<Stats> {
     opts.validate()?;
     set_level(opts.kernels);
+    let backend = CpuBackend::default();
     let (header, header_len) = Header::read(input)?;
     if header.engine_version != ENGINE_VERSION {
         return Err(Error::EngineVersion {
@@ -158,7 +221,6 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
         });
     }
     let model = ModelConfig::from_bytes(&header.model_config)?;
-    let noop = |_: u64| {};
     let progress: ProgressFn = match &opts.progress {
         Some(p) => p.as_ref(),
         None => &noop,
@@ -167,14 +229,17 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
     let mut seen: Vec<TableEntry> = Vec::new();
     let mut hasher = Xxh3::new();
     let mut total = 0u64;
-    let trailer = loop {
-        let mut batch = Vec::with_capacity(opts.threads);
-        let mut end = false;
-        while batch.len() < opts.threads {
+    let mut at_end = false;
+    run_ordered(
+        opts.threads,
+        || {
+            if at_end {
+                return Ok(None);
+            }
             match BlockRecord::read_next(input, header.block_size)? {
                 Next::End => {
-                    end = true;
-                    break;
+                    at_end = true;
+                    Ok(None)
                 }
                 Next::Block(rec) => {
                     let mut payload = vec![0u8; rec.payload_len as usize];
@@ -191,27 +256,35 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
                         codec: rec.codec,
                     });
                     offset += BlockRecord::LEN + rec.payload_len;
-                    batch.push((seen.len(), rec, payload));
+                    Ok(Some((seen.len() - 1, rec, payload)))
                 }
             }
-        }
-        let decoded = run_parallel(batch, |(index, rec, payload)| {
-            let data = decode_block(rec.codec, payload, rec.raw_len as usize, &model, progress)?;
-            if xxh3_64(&data) != rec.raw_hash {
+        },
+        |(index, rec, payload): (usize, BlockRecord, Vec<u8>)| -> Result<Vec<u8>> {
+            let data = match rec.codec {
+                Codec::Stored => {
+                    progress(rec.raw_len);
+                    payload
+                }
+                Codec::Model => backend.decode(&payload, rec.raw_len as usize, &model, progress)?,
+            };
+            if data.len() as u64 != rec.raw_len || xxh3_64(&data) != rec.raw_hash {
                 return Err(Error::Checksum(format!("block {index}")));
             }
             Ok(data)
-        });
-        for data in decoded {
+        },
+        |data| {
             let data = data?;
             hasher.update(&data);
             total += data.len() as u64;
             output.write_all(&data)?;
-        }
-        if end {
-            break Trailer::read_after_tag(input)?;
-        }
-    };
+            Ok(())
+        },
+    )?;
+    if !at_end {
+        return Err(Error::Truncated("missing end of archive"));
+    }
+    let trailer = Trailer::read_after_tag(input)?;
     if trailer.table != seen || trailer.total_len != total {
         return Err(Error::Corrupt(
             "block table does not match the blocks".into(),
