@@ -1,8 +1,102 @@
-//! Micro-benchmarks: the entropy coder (quantise + encode, decode) at the model's 256-way output.
+//! Micro-benchmarks: matmul per SIMD level at the model's shapes, the network's training step,
+//! the whole predictor, and the entropy coder (bytes and bits).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use sep::coder::{quantize, FreqTable, LaneDecoder, LaneEncoder};
+use sep::engine::kernels::{matmul_acc, outer_acc};
+use sep::engine::{set_level, KernelLevel};
+use sep::model::lanes::Lanes;
+use sep::model::{Net, NetConfig, NeuralConfig};
 use std::hint::black_box;
+
+/// Real text for the model benchmarks: the start of the shared corpus's book1 if unpacked,
+/// else a generated stand-in.
+fn sample_text(len: usize) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/corpora/text/book1");
+    match std::fs::read(path) {
+        Ok(mut v) if v.len() >= len => {
+            v.truncate(len);
+            v
+        }
+        _ => (0..len)
+            .map(|i| b"the cat sat on a mat, "[i % 22])
+            .collect(),
+    }
+}
+
+fn matmul(c: &mut Criterion) {
+    let mut g = c.benchmark_group("matmul");
+    // (name, rows, k, n): the network's layers with 16 lanes (3 kept patches per lane).
+    let shapes = [
+        ("w2 fwd 16x32x256", 16, 32, 256),
+        ("w1 fwd 16x96x32", 16, 96, 32),
+        ("fusion 48x64x32", 48, 64, 32),
+    ];
+    let levels = [KernelLevel::Scalar, KernelLevel::Avx2, KernelLevel::Avx512];
+    for (name, rows, k, n) in shapes {
+        let x: Vec<f32> = (0..rows * k)
+            .map(|i| ((i * 7) % 13) as f32 * 0.1 - 0.6)
+            .collect();
+        let w: Vec<f32> = (0..k * n)
+            .map(|i| ((i * 5) % 11) as f32 * 0.1 - 0.5)
+            .collect();
+        let mut out = vec![0.0f32; rows * n];
+        let mut dw = vec![0.0f32; k * n];
+        g.throughput(Throughput::Elements((2 * rows * k * n) as u64));
+        for level in levels {
+            if set_level(level) != level {
+                continue;
+            }
+            g.bench_function(
+                BenchmarkId::new(format!("{name} flops"), level.name()),
+                |b| b.iter(|| matmul_acc(black_box(&x), black_box(&w), &mut out, k, n)),
+            );
+            g.bench_function(
+                BenchmarkId::new(format!("{name} grad-w flops"), level.name()),
+                |b| b.iter(|| outer_acc(black_box(&x), black_box(&out), &mut dw, k, n)),
+            );
+        }
+    }
+    set_level(KernelLevel::detect());
+    g.finish();
+}
+
+fn model(c: &mut Criterion) {
+    let text = sample_text(1 << 20);
+    let mut g = c.benchmark_group("model");
+    g.sample_size(10);
+    // The network alone: forward + backward + Adam for 16 lanes per step.
+    let lanes = Lanes::new(text.len(), 16, 1);
+    let mut net = Net::new(NetConfig::default(), lanes.count);
+    let matches = vec![(None, 0usize); lanes.count];
+    let steps = 256;
+    g.throughput(Throughput::Bytes((steps * lanes.count) as u64));
+    let mut step0 = 64;
+    g.bench_function("network fwd+bwd+adam, 16 lanes", |b| {
+        b.iter(|| {
+            for s in step0..step0 + steps {
+                net.forward(&text, &lanes, s, lanes.count, &matches);
+                let ys: Vec<u8> = (0..lanes.count).map(|l| text[lanes.start(l) + s]).collect();
+                net.learn(&ys);
+            }
+            step0 += steps;
+            if step0 + steps >= lanes.lane_len {
+                step0 = 64;
+            }
+        })
+    });
+    // The whole predictor (context mixing + network), bits coded by a real coder.
+    let block = &text[..256 << 10];
+    g.throughput(Throughput::Bytes(block.len() as u64));
+    g.bench_function("predictor+coder encode, 256 KiB block", |b| {
+        b.iter(|| {
+            sep::pipeline::encode_lanes(block, NeuralConfig::default(), Default::default(), &|_| {})
+                .0
+                .len()
+        })
+    });
+    g.finish();
+}
 
 /// Distinct distributions in the workload: a model's output sits in cache when it is coded, so
 /// the benchmark cycles through a cache-sized set instead of streaming megabytes from memory.
@@ -81,12 +175,25 @@ fn coder(c: &mut Criterion) {
             black_box(acc)
         })
     });
+    let bits: Vec<(bool, u32)> = (0..N * 8)
+        .map(|i| (i % 5 == 0, 6000 + (i as u32 * 37) % 50000))
+        .collect();
+    g.throughput(Throughput::Bytes(N as u64));
+    g.bench_function(BenchmarkId::new("8 bits encode", N), |b| {
+        b.iter(|| {
+            let mut enc = LaneEncoder::new();
+            for &(bit, p) in &bits {
+                enc.encode_bit(bit, p);
+            }
+            black_box(enc.finish())
+        })
+    });
     g.finish();
 }
 
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10).measurement_time(std::time::Duration::from_secs(3));
-    targets = coder
+    targets = coder, matmul, model
 }
 criterion_main!(benches);

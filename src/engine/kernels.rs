@@ -138,6 +138,67 @@ pub fn ln_fixed(x: f32) -> f32 {
     t + e as f32 * std::f32::consts::LN_2
 }
 
+/// out_row[j0..j0+T] += sum_k x_row[k] * w[k][j0..j0+T] in registers, k ascending, zero inputs
+/// skipped. Each output element keeps its own operation order, so tiling never changes bits.
+#[inline(always)]
+fn row_tile<const T: usize>(xr: &[f32], w: &[f32], or: &mut [f32], j0: usize, n: usize) {
+    let mut acc = [0f32; T];
+    acc.copy_from_slice(&or[j0..j0 + T]);
+    for (kk, &a) in xr.iter().enumerate() {
+        if a == 0.0 {
+            continue;
+        }
+        let wr = &w[kk * n + j0..kk * n + j0 + T];
+        for t in 0..T {
+            acc[t] += a * wr[t];
+        }
+    }
+    or[j0..j0 + T].copy_from_slice(&acc);
+}
+
+/// Calls `tile::<64>`, `<32>`, `<16>`, `<8>`, `<1>` over the columns `0..n`.
+macro_rules! tiled {
+    ($n:expr, |$j0:ident, $t:ident| $body:expr) => {{
+        let n = $n;
+        let mut $j0 = 0;
+        while $j0 + 64 <= n {
+            {
+                const $t: usize = 64;
+                $body;
+            }
+            $j0 += 64;
+        }
+        if $j0 + 32 <= n {
+            {
+                const $t: usize = 32;
+                $body;
+            }
+            $j0 += 32;
+        }
+        if $j0 + 16 <= n {
+            {
+                const $t: usize = 16;
+                $body;
+            }
+            $j0 += 16;
+        }
+        if $j0 + 8 <= n {
+            {
+                const $t: usize = 8;
+                $body;
+            }
+            $j0 += 8;
+        }
+        while $j0 < n {
+            {
+                const $t: usize = 1;
+                $body;
+            }
+            $j0 += 1;
+        }
+    }};
+}
+
 /// out[b][j] += sum_k x[b][k] * w[k][j] with k ascending; zero inputs skipped.
 #[inline(always)]
 fn matmul_rows(x: &[f32], w: &[f32], out: &mut [f32], k: usize, n: usize) {
@@ -145,16 +206,35 @@ fn matmul_rows(x: &[f32], w: &[f32], out: &mut [f32], k: usize, n: usize) {
     for b in 0..rows {
         let xr = &x[b * k..b * k + k];
         let or = &mut out[b * n..b * n + n];
-        for (kk, &a) in xr.iter().enumerate() {
-            if a == 0.0 {
-                continue;
-            }
-            let wr = &w[kk * n..kk * n + n];
-            for (o, &wv) in or.iter_mut().zip(wr) {
-                *o += a * wv;
-            }
+        tiled!(n, |j0, T| row_tile::<T>(xr, w, or, j0, n));
+    }
+}
+
+/// dw[kk][j0..j0+T] += sum_b x[b][kk] * dy[b][j0..j0+T] in registers, b ascending.
+#[inline(always)]
+fn grad_tile<const T: usize>(
+    x: &[f32],
+    dy: &[f32],
+    dwr: &mut [f32],
+    kk: usize,
+    k: usize,
+    n: usize,
+    j0: usize,
+) {
+    let rows = dy.len() / n;
+    let mut acc = [0f32; T];
+    acc.copy_from_slice(&dwr[j0..j0 + T]);
+    for b in 0..rows {
+        let a = x[b * k + kk];
+        if a == 0.0 {
+            continue;
+        }
+        let g = &dy[b * n + j0..b * n + j0 + T];
+        for t in 0..T {
+            acc[t] += a * g[t];
         }
     }
+    dwr[j0..j0 + T].copy_from_slice(&acc);
 }
 
 multiversion! {
@@ -194,18 +274,9 @@ multiversion! {
 multiversion! {
     /// dw[kk][j] += sum_b x[b][kk] * dy[b][j], b ascending (gradient w.r.t. weights).
     pub fn outer_acc(x: &[f32], dy: &[f32], dw: &mut [f32], k: usize, n: usize) {
-        let rows = dy.len() / n;
         for kk in 0..k {
             let dwr = &mut dw[kk * n..kk * n + n];
-            for b in 0..rows {
-                let a = x[b * k + kk];
-                if a == 0.0 {
-                    continue;
-                }
-                for (d, &g) in dwr.iter_mut().zip(&dy[b * n..b * n + n]) {
-                    *d += a * g;
-                }
-            }
+            tiled!(n, |j0, T| grad_tile::<T>(x, dy, dwr, kk, k, n, j0));
         }
     }
 }
