@@ -306,3 +306,83 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
         blocks: seen.len() as u64,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn ordered_results_and_bounded_in_flight() {
+        for threads in [1, 2, 5] {
+            let live = AtomicUsize::new(0);
+            let peak = AtomicUsize::new(0);
+            let mut next = 0u32;
+            let mut got = Vec::new();
+            run_ordered(
+                threads,
+                || {
+                    // A job is "live" from being read until its result is written.
+                    let n = live.fetch_add(1, Ordering::SeqCst) + 1;
+                    peak.fetch_max(n, Ordering::SeqCst);
+                    next += 1;
+                    if next > 500 {
+                        live.fetch_sub(1, Ordering::SeqCst);
+                        return Ok(None);
+                    }
+                    Ok(Some(next))
+                },
+                |j: u32| {
+                    // Uneven work so results complete out of order.
+                    std::thread::sleep(std::time::Duration::from_micros((j % 7) as u64 * 50));
+                    j * 2
+                },
+                |r| {
+                    live.fetch_sub(1, Ordering::SeqCst);
+                    got.push(r);
+                    Ok(())
+                },
+            )
+            .unwrap();
+            assert_eq!(got, (1..=500).map(|j| j * 2).collect::<Vec<_>>());
+            // threads + 1 jobs in flight, plus the one being read when the window is full.
+            assert!(
+                peak.load(Ordering::SeqCst) <= threads + 2,
+                "peak {}",
+                peak.load(Ordering::SeqCst)
+            );
+        }
+    }
+
+    #[test]
+    fn errors_stop_the_pipeline() {
+        let mut n = 0;
+        let r = run_ordered(
+            2,
+            || {
+                n += 1;
+                Ok((n <= 1000).then_some(n))
+            },
+            |j: i32| j,
+            |j| {
+                if j == 10 {
+                    Err(Error::Corrupt("stop".into()))
+                } else {
+                    Ok(())
+                }
+            },
+        );
+        assert!(matches!(r, Err(Error::Corrupt(_))));
+        assert!(n < 20, "read {n} jobs after the error");
+    }
+
+    #[test]
+    fn blocks_are_cut_evenly() {
+        assert_eq!(block_size_for(8, None), 8);
+        assert_eq!(block_size_for(8, Some(0)), 8);
+        assert_eq!(block_size_for(8, Some(5)), 5);
+        assert_eq!(block_size_for(8, Some(10)), 5);
+        assert_eq!(block_size_for(8, Some(17)), 6);
+        assert_eq!(block_size_for(8 << 20, Some(10_192_446)), 5_096_223);
+    }
+}
