@@ -319,6 +319,83 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// Writer that remembers whether a write failed, so errors name the right file.
+struct Tracked<W> {
+    inner: W,
+    failed: bool,
+}
+
+impl<W: Write> Write for Tracked<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.write(buf).inspect_err(|_| self.failed = true)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush().inspect_err(|_| self.failed = true)
+    }
+}
+
+/// Refuses to read and write the same file.
+fn check_distinct(input: Option<&PathBuf>, dest: Option<&PathBuf>) -> Result<(), Failure> {
+    match (input, dest) {
+        (Some(i), Some(d)) if same_file(i, d) => Err(Failure(format!(
+            "{}: input and output are the same file",
+            d.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// One compression or decompression: opens the input, runs `codec` into a temporary output
+/// that is renamed into place on success, prints the summary.
+fn run_codec(
+    c: &CommonArgs,
+    dest: Option<PathBuf>,
+    compressing: bool,
+    configure: impl FnOnce(&mut Options, Option<u64>) -> Result<(), Failure>,
+    codec: impl FnOnce(&mut dyn Read, &mut dyn Write, &Options) -> sep::Result<Stats>,
+) -> Result<(), Failure> {
+    let in_path = c.file.as_ref().filter(|_| !is_stdio(&c.file));
+    check_distinct(in_path, dest.as_ref())?;
+    if compressing && dest.is_none() && io::stdout().is_terminal() && !c.force {
+        return Err(Failure(
+            "refusing to write compressed data to a terminal (use -o, redirect, or -f)".into(),
+        ));
+    }
+    let (mut input, len, name) = Input::open(&c.file)?;
+    let bar = progress_bar(if compressing { len } else { None }, c.quiet);
+    let mut opts = options(c.threads, &bar)?;
+    configure(&mut opts, len)?;
+    let mut out = Output::create(dest.clone(), c.force)?;
+    let started = Instant::now();
+    let out_name = dest.clone().unwrap_or_else(|| PathBuf::from("stdout"));
+    let stats = {
+        let mut w = Tracked {
+            inner: out.writer(),
+            failed: false,
+        };
+        let result = codec(&mut input.reader(), &mut w, &opts).and_then(|s| {
+            w.flush()?;
+            Ok(s)
+        });
+        result.map_err(|e| {
+            let blame = if w.failed {
+                out_name.as_path()
+            } else {
+                Path::new(&name)
+            };
+            with_path(blame, e)
+        })?
+    };
+    out.commit(in_path.map(|p| p.as_path()))?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if !c.quiet {
+        summary(&name, &stats, started, compressing);
+    }
+    Ok(())
+}
+
 fn run_compress(args: CompressArgs) -> Result<(), Failure> {
     let c = &args.common;
     let dest = destination(c, |p| {
@@ -326,55 +403,20 @@ fn run_compress(args: CompressArgs) -> Result<(), Failure> {
         s.push(".sep");
         Ok(PathBuf::from(s))
     })?;
-    if dest.is_none() && io::stdout().is_terminal() && !c.force {
-        return Err(Failure(
-            "refusing to write compressed data to a terminal (use -o, redirect, or -f)".into(),
-        ));
-    }
-    let in_path = c.file.as_ref().filter(|_| !is_stdio(&c.file));
-    if let (Some(i), Some(d)) = (in_path, dest.as_ref()) {
-        if same_file(i, d) {
-            return Err(Failure(format!(
-                "{}: input and output are the same file",
-                d.display()
-            )));
+    let configure = |opts: &mut Options, len: Option<u64>| {
+        if let Some(bs) = args.block_size {
+            opts.block_size = bs;
         }
-    }
-    let (mut input, len, name) = Input::open(&c.file)?;
-    let bar = progress_bar(len, c.quiet);
-    let mut opts = options(c.threads, &bar)?;
-    if let Some(bs) = args.block_size {
-        opts.block_size = bs;
-        opts.validate()?;
-    }
-    opts.size_hint = len;
-    opts.model = match args.model {
-        ModelArg::Pac => sep::model::ModelConfig::Neural(
-            sep::model::Backbone::Pac,
-            sep::model::NeuralConfig::default(),
-        ),
+        opts.size_hint = len;
+        opts.model = match args.model {
+            ModelArg::Pac => sep::model::ModelConfig::Neural(
+                sep::model::Backbone::Pac,
+                sep::model::NeuralConfig::default(),
+            ),
+        };
+        opts.validate().map_err(Failure::from)
     };
-    let mut out = Output::create(dest.clone(), c.force)?;
-    let started = Instant::now();
-    let stats = {
-        let mut w = out.writer();
-        let r = sep::compress(input.reader(), &mut w, &opts);
-        let stats = r.map_err(|e| match (&e, &dest) {
-            (Error::Io(_), Some(d)) => with_path(d, e),
-            _ => with_path(Path::new(&name), e),
-        })?;
-        w.flush()
-            .map_err(|e| with_path(dest.as_deref().unwrap_or(Path::new("stdout")), e.into()))?;
-        stats
-    };
-    out.commit(in_path.map(|p| p.as_path()))?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
-    if !c.quiet {
-        summary(&name, &stats, started, true);
-    }
-    Ok(())
+    run_codec(c, dest, true, configure, |r, w, o| sep::compress(r, w, o))
 }
 
 fn run_decompress(c: CommonArgs) -> Result<(), Failure> {
@@ -387,42 +429,13 @@ fn run_decompress(c: CommonArgs) -> Result<(), Failure> {
             ))),
         }
     })?;
-    let in_path = c.file.as_ref().filter(|_| !is_stdio(&c.file));
-    if let (Some(i), Some(d)) = (in_path, dest.as_ref()) {
-        if same_file(i, d) {
-            return Err(Failure(format!(
-                "{}: input and output are the same file",
-                d.display()
-            )));
-        }
-    }
-    let (mut input, len, name) = Input::open(&c.file)?;
-    let bar = progress_bar(None, c.quiet);
-    let _ = len;
-    let opts = options(c.threads, &bar)?;
-    let mut out = Output::create(dest.clone(), c.force)?;
-    let started = Instant::now();
-    let stats = {
-        let mut w = out.writer();
-        let stats =
-            sep::decompress(input.reader(), &mut w, &opts).map_err(|e| match (&e, &dest) {
-                (Error::Io(io), Some(d)) if io.kind() != io::ErrorKind::UnexpectedEof => {
-                    with_path(d, e)
-                }
-                _ => with_path(Path::new(&name), e),
-            })?;
-        w.flush()
-            .map_err(|e| with_path(dest.as_deref().unwrap_or(Path::new("stdout")), e.into()))?;
-        stats
-    };
-    out.commit(in_path.map(|p| p.as_path()))?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
-    if !c.quiet {
-        summary(&name, &stats, started, false);
-    }
-    Ok(())
+    run_codec(
+        &c,
+        dest,
+        false,
+        |_, _| Ok(()),
+        |r, w, o| sep::decompress(r, w, o),
+    )
 }
 
 fn run_info(file: PathBuf) -> Result<(), Failure> {
