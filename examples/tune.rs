@@ -2,7 +2,7 @@
 //! `cargo run --release --example tune -- FILE...` (env: SEP_LANES, SEP_MIN_LANE, SEP_MIX_LR,
 //! SEP_HIDDEN). Encode only; the round trip is covered by the tests and the corpus bench.
 
-use sep::model::{Backbone, ModelConfig, NeuralConfig};
+use sep::model::NeuralConfig;
 use std::time::Instant;
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -20,7 +20,6 @@ fn main() {
     cfg.mix_lr_start = env_or("SEP_MIX_LR0", cfg.mix_lr_start);
     cfg.net.hidden = env_or("SEP_HIDDEN", cfg.net.hidden);
     cfg.net.lr = env_or("SEP_NET_LR", cfg.net.lr);
-    let _ = ModelConfig::Neural(Backbone::Pac, cfg);
     let mut total = 0usize;
     for path in std::env::args().skip(1) {
         let data = std::fs::read(&path).expect("read input");

@@ -257,21 +257,6 @@ multiversion! {
 }
 
 multiversion! {
-    /// dx[b][kk] = sum_j dy[b][j] * w[kk][j], j ascending (gradient w.r.t. the input);
-    /// `scratch` holds the transpose of `w` and is reused across calls.
-    pub fn matmul_nt(dy: &[f32], w: &[f32], dx: &mut [f32], k: usize, n: usize, scratch: &mut Vec<f32>) {
-        scratch.resize(k * n, 0.0);
-        for kk in 0..k {
-            for j in 0..n {
-                scratch[j * k + kk] = w[kk * n + j];
-            }
-        }
-        dx.fill(0.0);
-        matmul_rows(dy, scratch, dx, n, k)
-    }
-}
-
-multiversion! {
     /// dw[kk][j] += sum_b x[b][kk] * dy[b][j], b ascending (gradient w.r.t. weights).
     pub fn outer_acc(x: &[f32], dy: &[f32], dw: &mut [f32], k: usize, n: usize) {
         for kk in 0..k {
@@ -407,9 +392,11 @@ mod tests {
                 matmul_acc(&x, &w, &mut o, k, n);
                 o
             });
-            same_on_every_level("matmul_nt", || {
+            same_on_every_level("input gradient (transpose + matmul)", || {
+                let mut wt = vec![0.0; k * n];
+                transpose(&w, &mut wt, k, n);
                 let mut dx = vec![0.0; rows * k];
-                matmul_nt(&dy, &w, &mut dx, k, n, &mut Vec::new());
+                matmul_acc(&dy, &wt, &mut dx, n, k);
                 dx
             });
             same_on_every_level("outer_acc", || {
@@ -471,8 +458,10 @@ mod tests {
             matmul_acc(x, w, &mut o, k, n);
             o.iter().zip(&c).map(|(a, b)| *a as f64 * *b as f64).sum()
         };
+        let mut wt = vec![0.0; k * n];
+        transpose(&w, &mut wt, k, n);
         let mut dx = vec![0.0; rows * k];
-        matmul_nt(&c, &w, &mut dx, k, n, &mut Vec::new());
+        matmul_acc(&c, &wt, &mut dx, n, k);
         let mut dw = vec![0.0; k * n];
         outer_acc(&x, &c, &mut dw, k, n);
         let h = 1e-2f32;

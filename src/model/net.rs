@@ -142,6 +142,15 @@ pub struct Net {
     wft: Vec<f32>,
 }
 
+/// Adds every row of `rows` (row length `acc.len()`) to `acc`, rows in order: a bias gradient.
+fn add_rows(rows: &[f32], acc: &mut [f32]) {
+    for row in rows.chunks_exact(acc.len()) {
+        for (a, &d) in acc.iter_mut().zip(row) {
+            *a += d;
+        }
+    }
+}
+
 fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + exp_fixed(-x))
 }
@@ -324,13 +333,8 @@ impl Net {
         for (l, &y) in bytes[..a].iter().enumerate() {
             dz[l * 256 + y as usize] -= 1.0;
         }
-        let (w2, rest) = self.g[lay.w2..].split_at_mut(hd * 256);
-        outer_acc(&self.h[..a * hd], dz, w2, hd, 256);
-        for row in dz.chunks_exact(256) {
-            for (gb, &d) in rest[..256].iter_mut().zip(row) {
-                *gb += d;
-            }
-        }
+        outer_acc(&self.h[..a * hd], dz, &mut self.g[lay.w2..lay.b2], hd, 256);
+        add_rows(dz, &mut self.g[lay.b2..lay.b2 + 256]);
         self.dh[..a * hd].fill(0.0);
         matmul_acc(dz, &self.w2t, &mut self.dh[..a * hd], 256, hd);
         relu_backward(&self.h[..a * hd], &mut self.dh[..a * hd]);
@@ -341,11 +345,7 @@ impl Net {
             IN,
             hd,
         );
-        for row in self.dh[..a * hd].chunks_exact(hd) {
-            for (gb, &d) in self.g[lay.b1..lay.b1 + hd].iter_mut().zip(row) {
-                *gb += d;
-            }
-        }
+        add_rows(&self.dh[..a * hd], &mut self.g[lay.b1..lay.b1 + hd]);
         self.din[..a * IN].fill(0.0);
         matmul_acc(
             &self.dh[..a * hd],
@@ -404,11 +404,10 @@ impl Net {
             PIN,
             FUSED,
         );
-        for row in self.dpf[..rows * FUSED].chunks_exact(FUSED) {
-            for (gb, &d) in self.g[lay.bf..lay.bf + FUSED].iter_mut().zip(row) {
-                *gb += d;
-            }
-        }
+        add_rows(
+            &self.dpf[..rows * FUSED],
+            &mut self.g[lay.bf..lay.bf + FUSED],
+        );
         let dx = &mut self.dx[..rows * PIN];
         dx.fill(0.0);
         matmul_acc(&self.dpf[..rows * FUSED], &self.wft, dx, FUSED, PIN);

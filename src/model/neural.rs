@@ -1,7 +1,7 @@
-//! The sep predictor. Per byte, each lane's contexts (orders 1-12, words, sparse patterns) select
-//! adaptive bit counters; per bit, their stretched probabilities, a match model and the neural
-//! network's byte prediction are mixed by two learned logistic mixers and refined by two adaptive
-//! probability maps. Everything trains online, one byte per lane per step, and the decoder
+//! The sep predictor. Per byte, each lane's contexts (orders 2-12, words, sparse, aligned and
+//! column patterns) select adaptive bit counters; per bit, their stretched probabilities, dense
+//! order-0/1 counters, a match model and the neural network's byte prediction are mixed by three
+//! gated logistic mixers and a second-layer mixer, then refined by two adaptive probability maps. Everything trains online, one byte per lane per step, and the decoder
 //! replays it exactly. Lanes share all statistics and are processed in lane order.
 
 use super::cm::{counter_p12, counter_update, stretch, stretch_table, Apm, Mixer, COUNTER_INIT};
@@ -74,16 +74,6 @@ pub struct Workspace {
     apm: Vec<u16>,
 }
 
-impl Workspace {
-    /// Bytes of memory the workspace holds.
-    pub fn bytes(&self) -> usize {
-        self.hist.capacity()
-            + 4 * self.slots.capacity()
-            + 4 * self.matches.capacity()
-            + 2 * self.apm.capacity()
-    }
-}
-
 /// The predictor state of one block.
 pub struct NeuralModel {
     lanes: Lanes,
@@ -103,8 +93,6 @@ pub struct NeuralModel {
     apm_a: Apm,
     apm_b: Apm,
     x: [f32; N_IN],
-    st_mix: f32,
-    p_mix: u32,
     net: Option<Net>,
     net_cdf: Vec<f32>,
     net_match: Vec<(Option<u8>, usize)>,
@@ -174,8 +162,6 @@ impl NeuralModel {
             apm_a: Apm::new(256, 7),
             apm_b: Apm::new_in(65536, 7, ws.apm),
             x: [0.0; N_IN],
-            st_mix: 0.0,
-            p_mix: 32768,
             net: (cfg.net.hidden > 0).then(|| Net::new(cfg.net, lanes.count)),
             net_cdf: vec![0.0; lanes.count * 257],
             net_match: vec![(None, 0); lanes.count],
@@ -290,11 +276,9 @@ impl NeuralModel {
         let (sb, _) = self.mix_b.mix(x, lb.match_bucket * 8 + bitpos as usize);
         let (sc, _) = self.mix_c.mix(x, (lb.b1 * 4 + lb.pos_mod) as usize);
         let (s, _) = self.mix_final.mix(&[sa, sb, sc], lb.c0 as usize);
-        self.st_mix = s;
         let p = super::cm::squash(s);
         // SAFETY of the cast: p is in (0, 1), so p * 65536 is finite and in range.
         let p16 = unsafe { (p * 65536.0).to_int_unchecked::<i32>() }.clamp(1, 65535) as u32;
-        self.p_mix = p16;
         let pa = self.apm_a.refine(s, lb.c0 as usize);
         let pb = self.apm_b.refine(s, (lb.c0 | lb.b1 << 8) as usize);
         ((p16 * 2 + pa + pb) / 4).clamp(1, 65535)
