@@ -9,6 +9,7 @@ mod error;
 pub mod format;
 pub mod model;
 pub mod pipeline;
+pub mod tensor;
 
 pub use error::{Error, Result};
 

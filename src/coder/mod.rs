@@ -2,6 +2,7 @@
 
 mod quantize;
 mod range;
+pub mod rans;
 
 pub use quantize::{quantize, FreqTable, PRECISION, TOTAL};
 pub use range::{LaneDecoder, LaneEncoder};

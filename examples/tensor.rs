@@ -1,0 +1,47 @@
+//! Tensor-path tuning harness: ratio and single-core speed of the tensor codec on the float
+//! segments of each file given (other segments counted at their raw size).
+//! Usage: cargo run --release --example tensor -- FILE...
+
+use sep::tensor::{decode, encode, layout, Kind};
+use std::time::Instant;
+
+fn main() {
+    for path in std::env::args().skip(1) {
+        let data = std::fs::read(&path).expect("read");
+        let (mut at, mut packed, mut tensor_bytes) = (0usize, 0usize, 0usize);
+        let (mut t_enc, mut t_dec) = (0f64, 0f64);
+        for seg in layout(&data, None) {
+            let part = &data[at..at + seg.len as usize];
+            at += seg.len as usize;
+            match seg.kind {
+                Kind::General => packed += part.len(),
+                Kind::Tensor(d) => {
+                    // Best of three runs of each, to see through a noisy machine.
+                    let (mut te, mut td) = (f64::MAX, f64::MAX);
+                    let (mut p, mut back) = (Vec::new(), Vec::new());
+                    for _ in 0..3 {
+                        let t = Instant::now();
+                        p = encode(part, d);
+                        te = te.min(t.elapsed().as_secs_f64());
+                        let t = Instant::now();
+                        back = decode(&p, part.len()).expect("decode");
+                        td = td.min(t.elapsed().as_secs_f64());
+                    }
+                    t_enc += te;
+                    t_dec += td;
+                    assert!(back == part, "round trip failed");
+                    packed += p.len();
+                    tensor_bytes += part.len();
+                }
+            }
+        }
+        let mb = tensor_bytes as f64 / 1e6;
+        println!(
+            "{path}: {} -> {packed} ratio {:.4}  compress {:.0} MB/s  decompress {:.0} MB/s",
+            data.len(),
+            data.len() as f64 / packed as f64,
+            mb / t_enc,
+            mb / t_dec
+        );
+    }
+}

@@ -1,0 +1,440 @@
+//! Invariant Bit Packing: over each group of fixed-width words, bit positions on which at least
+//! T of the words agree are stored once (mask + value), each word gets one participation bit,
+//! and only the remaining bits of participating words are packed. T is swept per group and the
+//! cheapest choice kept; a group with nothing invariant is stored packed as is.
+//!
+//! Layout (GPU-friendly: fixed group size, byte-aligned groups, per-word offsets from a prefix
+//! sum of the participation bits): `u32` byte length of every group, then each group:
+//! mode `0` = words packed LSB-first at full width; mode `1` = mask `u64`, value `u64`,
+//! participation bitmap, then per word either its non-invariant bits (participant) or all bits;
+//! mode `2` = as mode 1 when every word participates, without the bitmap.
+
+use crate::engine::{level, KernelLevel};
+use crate::error::{Error, Result};
+
+/// Words per group.
+pub const GROUP: usize = 4096;
+/// Fractions (of 20) of the group that must agree for a bit to count as invariant.
+const THRESHOLDS: [usize; 7] = [14, 15, 16, 17, 18, 19, 20];
+
+/// Appends bits LSB-first.
+struct BitWriter<'a> {
+    out: &'a mut Vec<u8>,
+    acc: u128,
+    fill: u32,
+}
+
+impl BitWriter<'_> {
+    #[inline(always)]
+    fn put(&mut self, v: u64, n: u32) {
+        self.acc |= (v as u128) << self.fill;
+        self.fill += n;
+        if self.fill >= 64 {
+            self.out.extend_from_slice(&(self.acc as u64).to_le_bytes());
+            self.acc >>= 64;
+            self.fill -= 64;
+        }
+    }
+
+    fn finish(self) {
+        let bytes = self.fill.div_ceil(8) as usize;
+        self.out
+            .extend_from_slice(&(self.acc as u64).to_le_bytes()[..bytes]);
+    }
+}
+
+/// Reads bits LSB-first; reading past the end yields zeros and is reported by `finish`.
+struct BitReader<'a> {
+    data: &'a [u8],
+    pos: usize,
+    acc: u128,
+    fill: u32,
+    overrun: bool,
+}
+
+impl<'a> BitReader<'a> {
+    fn new(data: &'a [u8]) -> Self {
+        BitReader {
+            data,
+            pos: 0,
+            acc: 0,
+            fill: 0,
+            overrun: false,
+        }
+    }
+
+    #[inline(always)]
+    fn get(&mut self, n: u32) -> u64 {
+        if self.fill < n {
+            let mut b = [0u8; 8];
+            let take = self.data.len().saturating_sub(self.pos).min(8);
+            b[..take].copy_from_slice(&self.data[self.pos..self.pos + take]);
+            if take < 8 && (take as u32) * 8 + self.fill < n {
+                self.overrun = true;
+            }
+            self.pos += take;
+            self.acc |= (u64::from_le_bytes(b) as u128) << self.fill;
+            self.fill += 64;
+        }
+        let v = if n == 64 {
+            self.acc as u64
+        } else {
+            (self.acc as u64) & ((1u64 << n) - 1)
+        };
+        self.acc >>= n;
+        self.fill -= n;
+        v
+    }
+}
+
+/// Portable bit extract: the bits of `x` under `mask`, packed to the bottom.
+#[inline(always)]
+fn pext_portable(x: u64, mut mask: u64) -> u64 {
+    let (mut r, mut bit) = (0u64, 1u64);
+    while mask != 0 {
+        if x & mask & mask.wrapping_neg() != 0 {
+            r |= bit;
+        }
+        bit <<= 1;
+        mask &= mask - 1;
+    }
+    r
+}
+
+/// Portable bit deposit: the low bits of `x` spread to the positions of `mask`.
+#[inline(always)]
+fn pdep_portable(mut x: u64, mut mask: u64) -> u64 {
+    let mut r = 0u64;
+    while mask != 0 {
+        let low = mask & mask.wrapping_neg();
+        if x & 1 != 0 {
+            r |= low;
+        }
+        x >>= 1;
+        mask &= mask - 1;
+    }
+    r
+}
+
+/// Packs the variant bits of one group with the given bit-extract function.
+macro_rules! pack_body {
+    ($words:expr, $bits:expr, $mask:expr, $value:expr, $out:expr, $pext:expr) => {{
+        let (words, bits, mask, value, out): (&[u64], u32, u64, u64, &mut Vec<u8>) =
+            ($words, $bits, $mask, $value, $out);
+        let keep = !mask & width_mask(bits);
+        let k = keep.count_ones();
+        let mut w = BitWriter {
+            out,
+            acc: 0,
+            fill: 0,
+        };
+        for &x in words {
+            if (x ^ value) & mask == 0 {
+                if k > 0 {
+                    w.put($pext(x, keep), k);
+                }
+            } else {
+                w.put(x, bits);
+            }
+        }
+        w.finish();
+    }};
+}
+
+/// Unpacks the words of one group with the given bit-deposit function.
+macro_rules! unpack_body {
+    ($r:expr, $part:expr, $bits:expr, $mask:expr, $value:expr, $out:expr, $pdep:expr) => {{
+        let (r, part, bits, mask, value, out): (&mut BitReader, &[u8], u32, u64, u64, &mut [u64]) =
+            ($r, $part, $bits, $mask, $value, $out);
+        let keep = !mask & width_mask(bits);
+        let k = keep.count_ones();
+        let base = value & mask;
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = if part[i / 8] >> (i % 8) & 1 != 0 {
+                base | if k > 0 { $pdep(r.get(k), keep) } else { 0 }
+            } else {
+                r.get(bits)
+            };
+        }
+    }};
+}
+
+fn pack_portable(words: &[u64], bits: u32, mask: u64, value: u64, out: &mut Vec<u8>) {
+    pack_body!(words, bits, mask, value, out, pext_portable)
+}
+
+fn unpack_portable(r: &mut BitReader, part: &[u8], bits: u32, m: u64, v: u64, out: &mut [u64]) {
+    unpack_body!(r, part, bits, m, v, out, pdep_portable)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi2")]
+unsafe fn pack_bmi2(words: &[u64], bits: u32, mask: u64, value: u64, out: &mut Vec<u8>) {
+    use std::arch::x86_64::_pext_u64;
+    pack_body!(words, bits, mask, value, out, |x, m| _pext_u64(x, m))
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi2")]
+unsafe fn unpack_bmi2(r: &mut BitReader, part: &[u8], bits: u32, m: u64, v: u64, out: &mut [u64]) {
+    use std::arch::x86_64::_pdep_u64;
+    unpack_body!(r, part, bits, m, v, out, |x, m| _pdep_u64(x, m))
+}
+
+/// Whether the BMI2 bit-manipulation path is used (never at the scalar kernel level).
+fn use_bmi2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        level() != KernelLevel::Scalar && std::arch::is_x86_feature_detected!("bmi2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+#[inline(always)]
+fn width_mask(bits: u32) -> u64 {
+    if bits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
+
+/// Cheapest invariant mask and value for a group, or `None` when plain packing is cheaper.
+fn choose(words: &[u64], bits: u32) -> Option<(u64, u64)> {
+    let n = words.len();
+    // Bit statistics from every 8th word propose the masks; costs are then exact.
+    let sample = words.iter().step_by(8);
+    let ns = sample.len();
+    let mut ones = [0usize; 64];
+    for &x in sample {
+        for (b, o) in ones.iter_mut().enumerate().take(bits as usize) {
+            *o += (x >> b) as usize & 1;
+        }
+    }
+    let plain = n as u64 * bits as u64;
+    let mut best: Option<(u64, u64, u64)> = None;
+    let mut tried = Vec::new();
+    for t in THRESHOLDS {
+        let need = (ns * t).div_ceil(20);
+        let (mut mask, mut value) = (0u64, 0u64);
+        for (b, &o) in ones.iter().enumerate().take(bits as usize) {
+            if o >= need {
+                mask |= 1 << b;
+                value |= 1 << b;
+            } else if ns - o >= need {
+                mask |= 1 << b;
+            }
+        }
+        if mask == 0 || tried.contains(&mask) {
+            continue;
+        }
+        tried.push(mask);
+        let part = words.iter().filter(|&&x| (x ^ value) & mask == 0).count() as u64;
+        let k = bits as u64 - mask.count_ones() as u64;
+        // With every word participating the bitmap is left out (mode 2).
+        let bitmap = if part == n as u64 { 0 } else { n as u64 };
+        let cost = 128 + bitmap + part * k + (n as u64 - part) * bits as u64;
+        if best.is_none_or(|b| cost < b.0) {
+            best = Some((cost, mask, value));
+        }
+    }
+    best.filter(|b| b.0 + 8 < plain).map(|b| (b.1, b.2))
+}
+
+/// Appends the IBP encoding of `words` (each `bits` wide, 1..=64) to `out`.
+pub fn pack(words: &[u64], bits: u32, out: &mut Vec<u8>) {
+    pack_with(words, bits, out, use_bmi2())
+}
+
+fn pack_with(words: &[u64], bits: u32, out: &mut Vec<u8>, bmi2: bool) {
+    let groups = words.len().div_ceil(GROUP);
+    let table = out.len();
+    out.resize(table + 4 * groups, 0);
+    for (g, chunk) in words.chunks(GROUP).enumerate() {
+        let start = out.len();
+        match choose(chunk, bits) {
+            None => {
+                out.push(0);
+                let mut w = BitWriter {
+                    out: &mut *out,
+                    acc: 0,
+                    fill: 0,
+                };
+                for &x in chunk {
+                    w.put(x, bits);
+                }
+                w.finish();
+            }
+            Some((mask, value)) => {
+                let mut bitmap = vec![0u8; chunk.len().div_ceil(8)];
+                let mut all = true;
+                for (i, &x) in chunk.iter().enumerate() {
+                    if (x ^ value) & mask == 0 {
+                        bitmap[i / 8] |= 1 << (i % 8);
+                    } else {
+                        all = false;
+                    }
+                }
+                out.push(if all { 2 } else { 1 });
+                out.extend_from_slice(&mask.to_le_bytes());
+                out.extend_from_slice(&value.to_le_bytes());
+                if !all {
+                    out.extend_from_slice(&bitmap);
+                }
+                #[cfg(target_arch = "x86_64")]
+                if bmi2 {
+                    // SAFETY: BMI2 support was checked at run time.
+                    unsafe { pack_bmi2(chunk, bits, mask, value, out) };
+                } else {
+                    pack_portable(chunk, bits, mask, value, out);
+                }
+                #[cfg(not(target_arch = "x86_64"))]
+                {
+                    let _ = bmi2;
+                    pack_portable(chunk, bits, mask, value, out);
+                }
+            }
+        }
+        let len = (out.len() - start) as u32;
+        out[table + 4 * g..table + 4 * g + 4].copy_from_slice(&len.to_le_bytes());
+    }
+}
+
+/// Decodes `out.len()` words of `bits` width packed by `pack` from the start of `data`;
+/// returns the number of bytes consumed.
+pub fn unpack(data: &[u8], bits: u32, out: &mut [u64]) -> Result<usize> {
+    unpack_with(data, bits, out, use_bmi2())
+}
+
+fn unpack_with(data: &[u8], bits: u32, out: &mut [u64], bmi2: bool) -> Result<usize> {
+    let bad = || Error::Corrupt("invariant-bit section is damaged".into());
+    let groups = out.len().div_ceil(GROUP);
+    let table = data.get(..4 * groups).ok_or_else(bad)?;
+    let mut pos = 4 * groups;
+    for (g, chunk) in out.chunks_mut(GROUP).enumerate() {
+        let len = u32::from_le_bytes([
+            table[4 * g],
+            table[4 * g + 1],
+            table[4 * g + 2],
+            table[4 * g + 3],
+        ]) as usize;
+        let body = data.get(pos..pos + len).ok_or_else(bad)?;
+        pos += len;
+        let (&mode, rest) = body.split_first().ok_or_else(bad)?;
+        let mut reader;
+        match mode {
+            0 => {
+                reader = BitReader::new(rest);
+                for o in chunk.iter_mut() {
+                    *o = reader.get(bits);
+                }
+            }
+            1 | 2 => {
+                let nb = if mode == 1 {
+                    chunk.len().div_ceil(8)
+                } else {
+                    0
+                };
+                let head = rest.get(..16 + nb).ok_or_else(bad)?;
+                let mask = u64::from_le_bytes(head[..8].try_into().map_err(|_| bad())?);
+                let value = u64::from_le_bytes(head[8..16].try_into().map_err(|_| bad())?);
+                if mask & !width_mask(bits) != 0 {
+                    return Err(bad());
+                }
+                let every = vec![0xffu8; chunk.len().div_ceil(8)];
+                let part = if mode == 1 { &head[16..] } else { &every[..] };
+                reader = BitReader::new(&rest[16 + nb..]);
+                #[cfg(target_arch = "x86_64")]
+                if bmi2 {
+                    // SAFETY: BMI2 support was checked at run time.
+                    unsafe { unpack_bmi2(&mut reader, part, bits, mask, value, chunk) };
+                } else {
+                    unpack_portable(&mut reader, part, bits, mask, value, chunk);
+                }
+                #[cfg(not(target_arch = "x86_64"))]
+                {
+                    let _ = bmi2;
+                    unpack_portable(&mut reader, part, bits, mask, value, chunk);
+                }
+            }
+            _ => return Err(bad()),
+        }
+        if reader.overrun {
+            return Err(bad());
+        }
+    }
+    Ok(pos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(n: usize, bits: u32, invariant: u64, seed: u64) -> Vec<u64> {
+        let mut x = seed;
+        (0..n)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let w = x & width_mask(bits);
+                // One word in 16 breaks the invariant bits.
+                if i % 16 == 5 {
+                    w
+                } else {
+                    (w & !invariant) | (0xA5A5_A5A5_A5A5_A5A5 & invariant)
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn roundtrips_with_both_bit_paths() {
+        for (bits, inv) in [
+            (16, 0xff00),
+            (16, 0),
+            (48, 0xffff_0000_00f0),
+            (64, u64::MAX),
+            (7, 0x7f),
+        ] {
+            for n in [0, 1, 100, GROUP, GROUP + 3, 3 * GROUP] {
+                let w = words(n, bits, inv & width_mask(bits), n as u64 + 7);
+                let mut packed = Vec::new();
+                pack_with(&w, bits, &mut packed, false);
+                let mut fast = Vec::new();
+                pack_with(&w, bits, &mut fast, use_bmi2());
+                assert_eq!(packed, fast, "bit paths differ");
+                if inv != 0 && n >= GROUP {
+                    let ratio = packed.len() as f64 * 8.0 / (n as f64 * bits as f64);
+                    // 15 words in 16 keep only their variant bits; one bit each says which.
+                    let (b, i) = (bits as f64, inv.count_ones() as f64);
+                    let expect = ((b - i) * 15.0 / 16.0 + b / 16.0 + 1.0) / b;
+                    assert!(
+                        ratio < expect + 0.02,
+                        "bits {bits}: ratio {ratio} vs {expect}"
+                    );
+                }
+                for bmi2 in [false, use_bmi2()] {
+                    let mut back = vec![0u64; n];
+                    let used = unpack_with(&packed, bits, &mut back, bmi2).unwrap();
+                    assert_eq!(used, packed.len());
+                    assert_eq!(back, w);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn damage_is_an_error_not_a_panic() {
+        let w = words(2 * GROUP, 16, 0xf0f0, 1);
+        let mut packed = Vec::new();
+        pack(&w, 16, &mut packed);
+        for cut in [0, 3, 8, 9, 30, packed.len() - 1] {
+            let mut back = vec![0u64; w.len()];
+            assert!(unpack(&packed[..cut], 16, &mut back).is_err());
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Tensor fast path: finds the float arrays in a file (safetensors, .npy, or a raw array of a
+//! dtype the user names) and codes them with byte planes, adaptive rANS and invariant bit packing.
+
+mod detect;
+pub mod ibp;
+mod planes;
+
+pub use detect::{layout, Kind, Segment};
+pub use planes::{decode, encode};
+
+use crate::error::{Error, Result};
+
+/// Element type of a float array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DType {
+    /// IEEE half precision.
+    F16,
+    /// bfloat16.
+    BF16,
+    /// IEEE single precision.
+    F32,
+    /// IEEE double precision.
+    F64,
+}
+
+impl DType {
+    /// Bytes per element.
+    pub fn width(self) -> usize {
+        match self {
+            DType::F16 | DType::BF16 => 2,
+            DType::F32 => 4,
+            DType::F64 => 8,
+        }
+    }
+
+    /// Tag byte stored in tensor block payloads.
+    pub fn tag(self) -> u8 {
+        match self {
+            DType::F16 => 1,
+            DType::BF16 => 2,
+            DType::F32 => 3,
+            DType::F64 => 4,
+        }
+    }
+
+    /// Dtype of a tag byte.
+    pub fn from_tag(t: u8) -> Result<Self> {
+        match t {
+            1 => Ok(DType::F16),
+            2 => Ok(DType::BF16),
+            3 => Ok(DType::F32),
+            4 => Ok(DType::F64),
+            _ => Err(Error::Corrupt(format!("unknown tensor dtype {t}"))),
+        }
+    }
+
+    /// Lower-case name, as accepted by `--dtype`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+        }
+    }
+}
+
+impl std::str::FromStr for DType {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "f16" | "fp16" | "float16" => Ok(DType::F16),
+            "bf16" | "bfloat16" => Ok(DType::BF16),
+            "f32" | "fp32" | "float32" => Ok(DType::F32),
+            "f64" | "fp64" | "float64" => Ok(DType::F64),
+            _ => Err(format!(
+                "unknown dtype '{s}' (expected f16, bf16, f32 or f64)"
+            )),
+        }
+    }
+}
