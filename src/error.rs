@@ -12,11 +12,11 @@ pub enum Error {
     #[error("not a sep archive (bad magic bytes)")]
     NotAnArchive,
     /// The archive was written by a format version this build cannot read.
-    #[error("unsupported archive version {found} (this sep reads version {supported})")]
+    #[error("unsupported archive version {found} (this sep reads versions 1 to {supported})")]
     UnsupportedVersion {
         /// Version found in the archive.
         found: u16,
-        /// Version this build reads.
+        /// Newest version this build reads.
         supported: u16,
     },
     /// The archive's numeric engine is not bit-compatible with this build's.

@@ -9,6 +9,7 @@ mod error;
 pub mod format;
 pub mod model;
 pub mod pipeline;
+pub mod select;
 pub mod tensor;
 
 pub use error::{Error, Result};
@@ -39,6 +40,10 @@ pub struct Options {
     pub on_block: Option<Arc<dyn Fn(u64, u64) + Send + Sync>>,
     /// Length of the input if known (compression only): blocks are then cut evenly.
     pub size_hint: Option<u64>,
+    /// Element type of an input that is a raw float array (compression only).
+    pub dtype: Option<tensor::DType>,
+    /// Structure of the input if known (compression only); see `tensor::layout`.
+    pub layout: Option<Vec<tensor::Segment>>,
 }
 
 impl Default for Options {
@@ -51,6 +56,8 @@ impl Default for Options {
             progress: None,
             on_block: None,
             size_hint: None,
+            dtype: None,
+            layout: None,
         }
     }
 }
@@ -89,6 +96,14 @@ pub struct Stats {
 /// Compresses everything `input` yields into a complete archive on `output`.
 pub fn compress(mut input: impl Read, mut output: impl Write, opts: &Options) -> Result<Stats> {
     pipeline::compress(&mut input, &mut output, opts)
+}
+
+/// Compresses `data`, first finding its structure (safetensors, .npy, or `opts.dtype`).
+pub fn compress_bytes(data: &[u8], mut output: impl Write, opts: &Options) -> Result<Stats> {
+    let mut opts = opts.clone();
+    opts.size_hint = Some(data.len() as u64);
+    opts.layout = Some(tensor::layout(data, opts.dtype));
+    pipeline::compress(&mut &data[..], &mut output, &opts)
 }
 
 /// Decompresses a complete archive from `input` onto `output`, verifying every checksum.

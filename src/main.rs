@@ -63,6 +63,10 @@ struct CompressArgs {
     /// Backbone network of the predictor.
     #[arg(long, value_enum, default_value = "pac")]
     model: ModelArg,
+    /// The input is a raw array of this float type (f32, f16, bf16, f64): code it on the tensor
+    /// path. safetensors and .npy files are recognised without it.
+    #[arg(long, value_name = "TYPE")]
+    dtype: Option<sep::tensor::DType>,
 }
 
 /// Backbones selectable on the command line.
@@ -153,6 +157,14 @@ impl Input {
         let map = unsafe { memmap2::Mmap::map(&file) }
             .map_err(|e| Failure(format!("{name}: {}", io_message(&e))))?;
         Ok((Input::Mapped(map), Some(meta.len()), name))
+    }
+
+    /// The whole input, when it is a mapped file.
+    fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            Input::Mapped(m) => Some(&m[..]),
+            _ => None,
+        }
     }
 
     fn reader(&mut self) -> Box<dyn Read + '_> {
@@ -365,6 +377,9 @@ fn run_codec(
     let bar = progress_bar(if compressing { len } else { None }, c.quiet);
     let mut opts = options(c.threads, &bar)?;
     configure(&mut opts, len)?;
+    if compressing {
+        opts.layout = input.bytes().map(|b| sep::tensor::layout(b, opts.dtype));
+    }
     let mut out = Output::create(dest.clone(), c.force)?;
     let started = Instant::now();
     let out_name = dest.clone().unwrap_or_else(|| PathBuf::from("stdout"));
@@ -408,6 +423,7 @@ fn run_compress(args: CompressArgs) -> Result<(), Failure> {
             opts.block_size = bs;
         }
         opts.size_hint = len;
+        opts.dtype = args.dtype;
         opts.model = match args.model {
             ModelArg::Pac => sep::model::ModelConfig::Neural(
                 sep::model::Backbone::Pac,
@@ -454,7 +470,7 @@ fn run_info(file: PathBuf) -> Result<(), Failure> {
         file.display(),
         info.archive_bytes
     );
-    let _ = writeln!(s, "format version: {}", sep::format::VERSION);
+    let _ = writeln!(s, "format version: {}", info.header.version);
     let _ = writeln!(s, "engine version: {}", info.header.engine_version);
     let _ = writeln!(s, "model:          {}", info.model.describe());
     let _ = writeln!(s, "block size:     {} bytes", info.header.block_size);

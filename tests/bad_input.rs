@@ -85,10 +85,13 @@ fn plain_file_trailing_data_and_versions() {
     );
     decompress_fails(d, b"", &["not a sep archive"]);
 
-    let mut v2 = a.clone();
-    v2[4] = 2;
-    let line = decompress_fails(d, &v2, &["unsupported archive version 2"]);
-    assert!(line.contains("reads version 1"), "{line}");
+    let mut v3 = a.clone();
+    v3[4] = 3;
+    let line = decompress_fails(d, &v3, &["unsupported archive version 3"]);
+    assert!(line.contains("reads versions 1 to 2"), "{line}");
+    let mut v0 = a.clone();
+    v0[4] = 0;
+    decompress_fails(d, &v0, &["unsupported archive version 0"]);
 
     let mut extra = a.clone();
     extra.extend_from_slice(b"garbage");

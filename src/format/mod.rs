@@ -9,8 +9,9 @@ use xxhash_rust::xxh3::xxh3_64;
 pub const MAGIC: [u8; 4] = [0x89, b'S', b'E', b'P'];
 /// Last bytes of every archive.
 pub const END_MAGIC: [u8; 4] = [b'S', b'E', b'P', 0x89];
-/// Format version written and read by this build.
-pub const VERSION: u16 = 1;
+/// Format version written by this build; it reads versions 1 to this one (version 1 archives
+/// only use the stored and model codecs, otherwise their layout is the same).
+pub const VERSION: u16 = 2;
 /// Largest block size an archive may declare.
 pub const MAX_BLOCK_SIZE: u64 = 1 << 30;
 /// Largest model configuration an archive may declare.
@@ -31,6 +32,10 @@ pub enum Codec {
     Stored,
     /// Payload is one range-coded lane predicted by the configured model.
     Model,
+    /// Payload is a zstd frame (version 2).
+    Zstd,
+    /// Payload is a tensor-path block: float planes + invariant bit packing (version 2).
+    Tensor,
 }
 
 impl Codec {
@@ -39,6 +44,8 @@ impl Codec {
         match self {
             Codec::Stored => 0,
             Codec::Model => 1,
+            Codec::Zstd => 2,
+            Codec::Tensor => 3,
         }
     }
 
@@ -47,6 +54,8 @@ impl Codec {
         match tag {
             0 => Ok(Codec::Stored),
             1 => Ok(Codec::Model),
+            2 => Ok(Codec::Zstd),
+            3 => Ok(Codec::Tensor),
             t => Err(Error::Corrupt(format!("unknown block codec {t}"))),
         }
     }
@@ -56,6 +65,8 @@ impl Codec {
         match self {
             Codec::Stored => "stored",
             Codec::Model => "model",
+            Codec::Zstd => "zstd",
+            Codec::Tensor => "tensor",
         }
     }
 }
@@ -63,7 +74,9 @@ impl Codec {
 /// Archive header: everything a decoder needs before the first block.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Header {
-    /// Flags, all reserved (zero) in version 1.
+    /// Format version (`VERSION` when writing).
+    pub version: u16,
+    /// Flags, all reserved (zero) in versions 1 and 2.
     pub flags: u16,
     /// Engine determinism version the model blocks were coded with.
     pub engine_version: u32,
@@ -101,7 +114,7 @@ impl Header {
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(32 + self.model_config.len());
         b.extend_from_slice(&MAGIC);
-        b.extend_from_slice(&VERSION.to_le_bytes());
+        b.extend_from_slice(&self.version.to_le_bytes());
         b.extend_from_slice(&self.flags.to_le_bytes());
         b.extend_from_slice(&self.engine_version.to_le_bytes());
         b.extend_from_slice(&self.block_size.to_le_bytes());
@@ -124,7 +137,7 @@ impl Header {
         }
         let fixed: [u8; 20] = read_array(r, "inside the header")?;
         let version = u16_at(&fixed, 0);
-        if version != VERSION {
+        if !(1..=VERSION).contains(&version) {
             return Err(Error::UnsupportedVersion {
                 found: version,
                 supported: VERSION,
@@ -148,6 +161,7 @@ impl Header {
             return Err(Error::Checksum("the header".into()));
         }
         let h = Header {
+            version,
             flags: u16_at(&fixed, 2),
             engine_version: u32_at(&fixed, 4),
             block_size: u64_at(&fixed, 8),
@@ -244,7 +258,7 @@ impl BlockRecord {
         }
         let ok = match self.codec {
             Codec::Stored => self.payload_len == self.raw_len,
-            Codec::Model => self.payload_len < self.raw_len,
+            Codec::Model | Codec::Zstd | Codec::Tensor => self.payload_len < self.raw_len,
         };
         if !ok {
             return Err(Error::Corrupt(format!(
@@ -379,6 +393,7 @@ mod tests {
     #[test]
     fn header_round_trip_and_checks() {
         let h = Header {
+            version: VERSION,
             flags: 0,
             engine_version: 1,
             block_size: 1 << 20,

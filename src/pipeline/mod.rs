@@ -12,9 +12,11 @@ use crate::engine::{set_level, ENGINE_VERSION};
 use crate::error::{Error, Result};
 use crate::format::{BlockRecord, Codec, Header, Next, TableEntry, Trailer};
 use crate::model::ModelConfig;
+use crate::select::code_block;
+use crate::tensor::{Kind, Segment};
 use crate::{Options, Stats};
 use crossbeam_channel::{bounded, unbounded};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
@@ -57,6 +59,104 @@ pub fn block_size_for(max: u64, len: Option<u64>) -> u64 {
         Some(n) if n > max => n.div_ceil(n.div_ceil(max)),
         Some(n) if n > 0 => n,
         _ => max,
+    }
+}
+
+/// How the input is cut into blocks: segments of one kind each (from `Options::layout`, or one
+/// segment of unknown length), every segment cut evenly; tensor blocks hold whole values.
+struct Plan {
+    segments: VecDeque<Segment>,
+    max: u64,
+    /// Block length of the segment at the front, once it has started.
+    current: Option<u64>,
+}
+
+/// Length meaning "until the input ends".
+const UNTIL_END: u64 = u64::MAX;
+
+impl Plan {
+    fn new(opts: &Options) -> Self {
+        let mut segments: VecDeque<Segment> = match (&opts.layout, opts.dtype) {
+            (Some(l), _) => l.iter().copied().collect(),
+            (None, Some(d)) => [Segment {
+                len: opts.size_hint.unwrap_or(UNTIL_END),
+                kind: Kind::Tensor(d),
+            }]
+            .into(),
+            (None, None) => [Segment {
+                len: opts.size_hint.unwrap_or(UNTIL_END),
+                kind: Kind::General,
+            }]
+            .into(),
+        };
+        // Whatever follows the known structure (if the input is longer) is general data.
+        segments.push_back(Segment {
+            len: UNTIL_END,
+            kind: Kind::General,
+        });
+        Plan {
+            segments,
+            max: opts.block_size,
+            current: None,
+        }
+    }
+
+    /// Block length for a segment.
+    fn block_len(&self, seg: &Segment) -> u64 {
+        let len = (seg.len != UNTIL_END).then_some(seg.len);
+        let bs = block_size_for(self.max, len);
+        match seg.kind {
+            Kind::Tensor(d) if bs >= d.width() as u64 => bs - bs % d.width() as u64,
+            _ => bs,
+        }
+    }
+
+    /// Largest block the plan can produce (recorded in the header).
+    fn max_block(&self) -> u64 {
+        let known = self.segments.iter().filter(|s| s.len != UNTIL_END);
+        let tail = if self.segments.len() == 1 || known.clone().count() == 0 {
+            self.max
+        } else {
+            0
+        };
+        let largest = known.map(|s| self.block_len(s)).max().unwrap_or(0);
+        largest.max(tail).max(1)
+    }
+
+    /// Reads the next block and its kind, or `None` at the end of the input.
+    fn next_block(&mut self, input: &mut impl Read) -> Result<Option<(Vec<u8>, Kind)>> {
+        loop {
+            let Some(seg) = self.segments.front() else {
+                return Ok(None);
+            };
+            if seg.len == 0 {
+                self.segments.pop_front();
+                self.current = None;
+                continue;
+            }
+            let bs = match self.current {
+                Some(bs) => bs,
+                None => {
+                    let bs = self.block_len(seg);
+                    self.current = Some(bs);
+                    bs
+                }
+            };
+            let want = bs.min(seg.len) as usize;
+            let kind = seg.kind;
+            let mut buf = vec![0u8; want];
+            let n = read_full(input, &mut buf)?;
+            buf.truncate(n);
+            if n < want {
+                // The input ended: nothing more to plan.
+                self.segments.clear();
+            } else if let Some(seg) = self.segments.front_mut() {
+                if seg.len != UNTIL_END {
+                    seg.len -= n as u64;
+                }
+            }
+            return Ok((n > 0).then_some((buf, kind)));
+        }
     }
 }
 
@@ -127,11 +227,12 @@ pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) 
     opts.validate()?;
     set_level(opts.kernels);
     let backend = CpuBackend::default();
-    let block_size = block_size_for(opts.block_size, opts.size_hint);
+    let mut plan = Plan::new(opts);
     let header = Header {
+        version: crate::format::VERSION,
         flags: 0,
         engine_version: ENGINE_VERSION,
-        block_size,
+        block_size: plan.max_block(),
         model_config: opts.model.to_bytes(),
     };
     let mut out = Counting {
@@ -149,20 +250,10 @@ pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) 
     let model = &opts.model;
     run_ordered(
         opts.threads,
-        || {
-            let mut buf = vec![0u8; block_size as usize];
-            let n = read_full(input, &mut buf)?;
-            buf.truncate(n);
-            Ok((n > 0).then_some(buf))
-        },
-        |data: Vec<u8>| {
+        || plan.next_block(input),
+        |(data, kind): (Vec<u8>, Kind)| {
             let raw_hash = xxh3_64(&data);
-            let payload = backend.encode(&data, model, progress);
-            let (codec, payload) = if payload.len() < data.len() {
-                (Codec::Model, payload)
-            } else {
-                (Codec::Stored, Vec::new())
-            };
+            let (codec, payload) = code_block(&data, kind, &backend, model, progress);
             (data, raw_hash, codec, payload)
         },
         |(data, raw_hash, codec, payload)| {
@@ -267,6 +358,17 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
                     payload
                 }
                 Codec::Model => backend.decode(&payload, rec.raw_len as usize, &model, progress)?,
+                Codec::Tensor => {
+                    let data = crate::tensor::decode(&payload, rec.raw_len as usize)?;
+                    progress(rec.raw_len);
+                    data
+                }
+                Codec::Zstd => {
+                    let data = zstd::bulk::decompress(&payload, rec.raw_len as usize)
+                        .map_err(|e| Error::Corrupt(format!("zstd block {index}: {e}")))?;
+                    progress(rec.raw_len);
+                    data
+                }
             };
             if data.len() as u64 != rec.raw_len || xxh3_64(&data) != rec.raw_hash {
                 return Err(Error::Checksum(format!("block {index}")));
