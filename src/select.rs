@@ -61,6 +61,14 @@ fn zstd_fraction(data: &[u8]) -> f64 {
     }
 }
 
+/// Whether the neural model's predicted size beats the fast codecs' by enough to pay for its
+/// time, given zstd's predicted fraction `z`.
+fn worth_neural(data: &[u8], z: f64) -> bool {
+    let fast = z.min(1.0);
+    let neural = 1.0 - (1.0 + NEURAL_EXTRA) * (1.0 - z.min(order0(&sample(data))));
+    neural < fast - NEURAL_MIN_GAIN
+}
+
 /// Codes `data` (a block holding `kind`) with the codec predicted to be best; returns the
 /// codec and payload (empty for `Stored`: the payload is the data itself).
 pub fn code_block(
@@ -96,13 +104,19 @@ pub fn code_block(
                 if let Some(p) = zstd(data) {
                     consider(Codec::Zstd, p, &mut best);
                 }
+                // Structured arrays (not weights): the neural model may do better still.
+                if worth_neural(data, z) {
+                    consider(
+                        Codec::Model,
+                        backend.encode(data, model, &|_| {}),
+                        &mut best,
+                    );
+                }
             }
             progress(data.len() as u64);
         }
         Kind::General => {
-            let fast = z.min(1.0);
-            let neural = 1.0 - (1.0 + NEURAL_EXTRA) * (1.0 - z.min(order0(&sample(data))));
-            if neural < fast - NEURAL_MIN_GAIN {
+            if worth_neural(data, z) {
                 consider(
                     Codec::Model,
                     backend.encode(data, model, progress),

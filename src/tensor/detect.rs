@@ -36,12 +36,18 @@ pub fn layout(data: &[u8], raw: Option<DType>) -> Vec<Segment> {
             continue;
         }
         match out.last_mut() {
-            Some(last) if last.kind == kind => last.len += len,
+            // Large tensors stay apart so that each gets its own codec choice and statistics.
+            Some(last) if last.kind == kind && (last.len < OWN_SEGMENT || len < OWN_SEGMENT) => {
+                last.len += len
+            }
             _ => out.push(Segment { len, kind }),
         }
     }
     out
 }
+
+/// Tensors of at least this many bytes get a segment (and so blocks) of their own.
+const OWN_SEGMENT: u64 = 64 << 10;
 
 fn float_kind(d: safetensors::Dtype) -> Kind {
     match d {
@@ -191,9 +197,11 @@ mod tests {
             ("b", "F32", 40),
             ("c", "I32", 12),
             ("d", "BF16", 6),
+            ("e", "BF16", 70_000),
+            ("f", "BF16", 80_000),
         ]);
         let l = layout(&f, None);
-        let h = f.len() as u64 - 458;
+        let h = f.len() as u64 - 150_458;
         assert_eq!(
             l,
             vec![
@@ -210,7 +218,11 @@ mod tests {
                     kind: Kind::General
                 },
                 Segment {
-                    len: 6,
+                    len: 70_006,
+                    kind: Kind::Tensor(DType::BF16)
+                },
+                Segment {
+                    len: 80_000,
                     kind: Kind::Tensor(DType::BF16)
                 },
             ]
