@@ -1,5 +1,5 @@
 //! Micro-benchmarks: matmul per SIMD level at the model's shapes, the network's training step,
-//! the whole predictor, and the entropy coder (bytes and bits).
+//! the whole predictor, the entropy coder (bytes and bits) and the tensor path.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use sep::coder::{quantize, FreqTable, LaneDecoder, LaneEncoder};
@@ -191,9 +191,75 @@ fn coder(c: &mut Criterion) {
     g.finish();
 }
 
+/// Float weights for the tensor benchmarks: the minilm f32 corpus file's tensor data if
+/// unpacked, else generated gaussian-like values.
+fn sample_weights() -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/corpora/tensors/minilm-layer0.f32.safetensors");
+    if let Ok(v) = std::fs::read(path) {
+        let n = u64::from_le_bytes(v[..8].try_into().expect("8 bytes")) as usize;
+        return v[8 + n..].to_vec();
+    }
+    let mut x = 1u64;
+    (0..1 << 20)
+        .flat_map(|_| {
+            let mut u = 0.0;
+            for _ in 0..3 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                u += (x >> 11) as f64 / (1u64 << 53) as f64;
+            }
+            (((u - 1.5) * 0.05) as f32).to_le_bytes()
+        })
+        .collect()
+}
+
+/// The tensor path on one core: whole codec (planes + rANS + IBP) and IBP alone.
+fn tensor(c: &mut Criterion) {
+    use sep::tensor::{decode, encode, ibp, DType};
+    let data = sample_weights();
+    let mut g = c.benchmark_group("tensor");
+    g.throughput(Throughput::Bytes(data.len() as u64));
+    g.bench_function(BenchmarkId::new("f32 encode", data.len()), |b| {
+        b.iter(|| black_box(encode(&data, DType::F32)))
+    });
+    let packed = encode(&data, DType::F32);
+    g.bench_function(BenchmarkId::new("f32 decode", data.len()), |b| {
+        b.iter(|| black_box(decode(&packed, data.len()).expect("valid")))
+    });
+    // IBP on widened-bf16 words (low 16 bits zero): the case it exists for.
+    let words: Vec<u64> = data
+        .chunks_exact(4)
+        .map(|c| (u32::from_le_bytes([c[0], c[1], c[2], c[3]]) & 0xffff_0000) as u64)
+        .collect();
+    g.throughput(Throughput::Bytes(4 * words.len() as u64));
+    g.bench_function(BenchmarkId::new("ibp pack 32-bit", words.len()), |b| {
+        b.iter(|| {
+            let mut out = Vec::new();
+            ibp::pack(&words, 32, &mut out);
+            black_box(out)
+        })
+    });
+    let mut ibp_bytes = Vec::new();
+    ibp::pack(&words, 32, &mut ibp_bytes);
+    g.bench_function(BenchmarkId::new("ibp unpack 32-bit", words.len()), |b| {
+        let mut back = vec![0u64; words.len()];
+        b.iter(|| black_box(ibp::unpack(&ibp_bytes, 32, &mut back).expect("valid")))
+    });
+    g.finish();
+    eprintln!(
+        "tensor f32: {} -> {} bytes (ratio {:.4}); ibp on widened bf16: ratio {:.3}",
+        data.len(),
+        packed.len(),
+        data.len() as f64 / packed.len() as f64,
+        (4 * words.len()) as f64 / ibp_bytes.len() as f64
+    );
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10).measurement_time(std::time::Duration::from_secs(3));
-    targets = coder, matmul, model
+    targets = coder, tensor, matmul, model
 }
 criterion_main!(benches);

@@ -69,6 +69,11 @@ fn worth_neural(data: &[u8], z: f64) -> bool {
     neural < fast - NEURAL_MIN_GAIN
 }
 
+/// Whether a general block holding `data` would be given to the neural model.
+pub fn neural_predicted(data: &[u8]) -> bool {
+    worth_neural(data, zstd_fraction(data))
+}
+
 /// Codes `data` (a block holding `kind`) with the codec predicted to be best; returns the
 /// codec and payload (empty for `Stored`: the payload is the data itself).
 pub fn code_block(
@@ -160,6 +165,8 @@ mod tests {
             .collect();
         assert!(zstd_fraction(&noise) > 0.99);
         assert!(order0(&noise) > 0.99);
+        assert!(!neural_predicted(&noise));
+        assert!(neural_predicted(&text));
         assert_eq!(sample(&noise).len(), SAMPLE);
         assert_eq!(sample(&noise[..100]).len(), 100);
     }

@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use sep::select::neural_predicted;
 use sep::tensor::{layout, Kind};
 use std::fs;
 
@@ -18,6 +19,10 @@ fn detection_never_misfires_on_the_corpora() {
                 "{}: {l:?}",
                 path.display()
             );
+            // And the codec choice keeps the neural model for every block of them.
+            for block in data.chunks(sep::DEFAULT_BLOCK_SIZE as usize) {
+                assert!(neural_predicted(block), "{}", path.display());
+            }
         }
     }
     for path in corpus_files("tensors") {
