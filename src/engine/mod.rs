@@ -7,8 +7,10 @@ pub mod kernels;
 
 use crate::error::{Error, Result};
 
-/// Determinism version of the engine; archives record it and decoders refuse other versions.
-pub const ENGINE_VERSION: u32 = 1;
+/// Determinism version of the engine (kernels and model update schedule); archives record it
+/// and decoders refuse other versions. 2: the network takes an Adam step every second step when
+/// one step fills a batch.
+pub const ENGINE_VERSION: u32 = 2;
 
 use std::sync::atomic::{AtomicU8, Ordering};
 

@@ -440,10 +440,12 @@ impl Net {
                 self.touched.push(lay.memb + b as usize * EMB);
             }
         }
-        // One Adam step per MIN_BATCH lane-bytes (every step once there are enough lanes):
-        // every dense parameter, and the embedding rows touched since the last step.
+        // One Adam step per MIN_BATCH lane-bytes, and every second step once a step alone
+        // fills a batch (an Adam step over every dense parameter costs as much as the step's
+        // forward pass): every dense parameter, and the embedding rows touched since the last.
         self.pending += a;
-        if self.pending < MIN_BATCH {
+        let batch = if a >= MIN_BATCH { 2 * a } else { MIN_BATCH };
+        if self.pending < batch {
             return;
         }
         self.pending = 0;
