@@ -125,7 +125,9 @@ fn is_stdio(p: &Option<PathBuf>) -> bool {
 
 /// Where the input comes from: a mapped file, a streamed file or standard input.
 enum Input {
-    Mapped(memmap2::Mmap),
+    /// A regular file: mapped (only its header pages are ever touched, by structure
+    /// detection) and read through the file handle, so resident memory does not grow with it.
+    Mapped(memmap2::Mmap, File),
     Empty,
     Stream(Box<dyn Read>),
 }
@@ -156,20 +158,20 @@ impl Input {
         // is the same hazard every mmap-based tool accepts (checksums catch a changed input).
         let map = unsafe { memmap2::Mmap::map(&file) }
             .map_err(|e| Failure(format!("{name}: {}", io_message(&e))))?;
-        Ok((Input::Mapped(map), Some(meta.len()), name))
+        Ok((Input::Mapped(map, file), Some(meta.len()), name))
     }
 
     /// The whole input, when it is a mapped file.
     fn bytes(&self) -> Option<&[u8]> {
         match self {
-            Input::Mapped(m) => Some(&m[..]),
+            Input::Mapped(m, _) => Some(&m[..]),
             _ => None,
         }
     }
 
     fn reader(&mut self) -> Box<dyn Read + '_> {
         match self {
-            Input::Mapped(m) => Box::new(&m[..]),
+            Input::Mapped(_, f) => Box::new(f),
             Input::Empty => Box::new(io::empty()),
             Input::Stream(r) => Box::new(r),
         }
