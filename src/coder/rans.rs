@@ -1,160 +1,126 @@
-//! Interleaved rANS with adaptive 16-bit frequency tables: the fast entropy coder of the tensor
-//! path. Symbols are bytes; each context owns a table that is re-fitted from its counts on a
-//! fixed schedule, so encoder and decoder see identical tables without sending any.
+//! Interleaved rANS with small table-driven symbol lookups: the fast entropy coder of the tensor
+//! path. Each coded symbol carries its own precision (`bits`: its frequencies sum to
+//! `2^bits`), so tables of different sizes share one stream. Tables are fitted from counts by
+//! `fit`, which encoder and decoder run on identical counts, so no table is ever sent.
 
 use crate::error::{Error, Result};
 
-/// Bits of probability precision of every table.
-pub const PROB_BITS: u32 = 16;
-const TOTAL: u32 = 1 << PROB_BITS;
 /// Lower bound of a coder state (states live in [LOW, LOW << 16)).
 const LOW: u32 = 1 << 16;
-/// Independent coder states, used round-robin so that decoding has parallel work.
+/// Independent coder states; the caller says which one codes each symbol (the decoder must
+/// use the same), so that consecutive symbols can decode in parallel.
 pub const WAYS: usize = 4;
-/// Counts are halved once a context has seen this many symbols since the last halving.
-const HALVE_AT: u32 = 1 << 12;
-/// Longest gap between two refits of a context's table.
-const MAX_INTERVAL: u32 = 256;
 
-/// Frequency model of one context over an alphabet of `N` (2..=256) symbols: counts plus the
-/// table fitted from them.
-#[derive(Clone)]
-pub struct Adaptive<const N: usize> {
-    counts: [u32; N],
-    total: u32,
-    /// `start | freq << 16` of every symbol.
-    slots: [u32; N],
-    /// First symbol whose range holds slot `c << 8`.
-    coarse: [u8; 256],
-    until_refit: u32,
-    interval: u32,
+/// One coded symbol: its slot range and the precision of its table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sym {
+    /// First slot.
+    pub start: u32,
+    /// Number of slots (>= 1).
+    pub freq: u32,
+    /// The table has `2^bits` slots (1..=16).
+    pub bits: u32,
 }
 
-impl<const N: usize> Default for Adaptive<N> {
-    fn default() -> Self {
-        let mut a = Adaptive {
-            counts: [0; N],
-            total: 0,
-            slots: [0; N],
-            coarse: [0; 256],
-            until_refit: 16,
-            interval: 16,
-        };
-        a.refit();
-        a
+impl Sym {
+    /// Packs into 64 bits with the state that codes it: start (16), freq (24), bits (8), way.
+    #[inline(always)]
+    fn pack(self, way: usize) -> u64 {
+        self.start as u64 | (self.freq as u64) << 16 | (self.bits as u64) << 40 | (way as u64) << 48
     }
 }
 
-impl<const N: usize> Adaptive<N> {
-    /// Slot range (`start | freq << 16`) of `sym` in the current table.
-    #[inline(always)]
-    pub fn slot(&self, sym: u8) -> u32 {
-        self.slots[sym as usize]
+/// Fits `freqs` (same length as `counts`, summing to `2^bits`) to the counts: every symbol
+/// with a count, and every symbol at all when `all` is set, gets at least one slot; `extra`
+/// slots (an escape) are kept aside. Returns false if no slot could be given (nothing counted
+/// and not `all`); `freqs` is then all zero.
+pub fn fit(counts: &[u32], bits: u32, all: bool, extra: u32, freqs: &mut [u32]) -> bool {
+    let total_slots = 1u32 << bits;
+    let total: u64 = counts.iter().map(|&c| c as u64).sum();
+    let present = if all {
+        counts.len() as u32
+    } else {
+        counts.iter().filter(|&&c| c > 0).count() as u32
+    };
+    if present == 0 || present + extra > total_slots {
+        freqs.iter_mut().for_each(|f| *f = 0);
+        return false;
     }
-
-    /// Symbol whose range holds `slot` (0..65536).
-    #[inline(always)]
-    pub fn find(&self, slot: u32) -> u8 {
-        let mut s = self.coarse[(slot >> 8) as usize] as usize;
-        loop {
-            let e = self.slots[s];
-            if (e & 0xffff) + (e >> 16) > slot {
-                return s as u8;
-            }
-            s += 1;
+    let spare = (total_slots - extra - present) as u64;
+    if total == 0 {
+        // Only reachable with `all`: uniform, the first symbols one slot more.
+        let n = counts.len() as u32;
+        let share = (total_slots - extra) / n;
+        let rest = (total_slots - extra) % n;
+        for (i, f) in freqs.iter_mut().enumerate() {
+            *f = share + u32::from((i as u32) < rest);
         }
+        return true;
     }
-
-    /// Counts one occurrence of `sym`, refitting the table when its turn comes.
-    #[inline(always)]
-    pub fn update(&mut self, sym: u8) {
-        self.counts[sym as usize] += 1;
-        self.total += 1;
-        self.until_refit -= 1;
-        if self.until_refit == 0 {
-            self.refit_scheduled();
-        }
-    }
-
-    #[cold]
-    fn refit_scheduled(&mut self) {
-        if self.total >= HALVE_AT {
-            self.total = 0;
-            for c in self.counts.iter_mut() {
-                *c = (*c + 1) >> 1;
-                self.total += *c;
-            }
-        }
-        self.refit();
-        self.interval = (self.interval * 2).min(MAX_INTERVAL);
-        self.until_refit = self.interval;
-    }
-
-    /// Fits the table to the counts: every symbol keeps at least one slot.
-    fn refit(&mut self) {
-        let spare = (TOTAL - N as u32) as u64;
-        let mut freqs = [1u32; N];
-        if self.total > 0 {
-            // One division per refit; the scale is exact integer arithmetic on both sides.
-            let scale = (spare << 32) / self.total as u64;
-            for (f, &c) in freqs.iter_mut().zip(&self.counts) {
-                *f = 1 + ((c as u64 * scale) >> 32) as u32;
-            }
-            let sum: u32 = freqs.iter().sum();
-            // The rounding remainder goes to the first most frequent symbol.
-            let top = *self.counts.iter().max().unwrap_or(&0);
-            let best = self.counts.iter().position(|&c| c == top).unwrap_or(0);
-            freqs[best] += TOTAL - sum;
+    // One division per fit; the scale is exact integer arithmetic on both sides.
+    let scale = (spare << 32) / total;
+    let mut sum = 0u32;
+    for (f, &c) in freqs.iter_mut().zip(counts) {
+        *f = if c > 0 || all {
+            1 + ((c as u64 * scale) >> 32) as u32
         } else {
-            for f in freqs.iter_mut() {
-                *f = TOTAL / N as u32;
-            }
-            for f in freqs.iter_mut().take(TOTAL as usize % N) {
-                *f += 1;
-            }
-        }
-        let mut start = 0u32;
-        for (s, &f) in freqs.iter().enumerate() {
-            self.slots[s] = start | f << 16;
-            start += f;
-        }
-        let mut s = 0usize;
-        for c in 0..256u32 {
-            while {
-                let e = self.slots[s];
-                (e & 0xffff) + (e >> 16) <= c << 8
-            } {
-                s += 1;
-            }
-            self.coarse[c as usize] = s as u8;
-        }
+            0
+        };
+        sum += *f;
     }
+    // The rounding remainder goes to the first most frequent symbol.
+    let top = counts.iter().copied().max().unwrap_or(0);
+    let best = counts.iter().position(|&c| c == top).unwrap_or(0);
+    freqs[best] += total_slots - extra - sum;
+    true
 }
 
-/// Encodes symbols given as slot ranges (`start | freq << 16`, in coding order).
-pub fn encode(ranges: &[u32], out: &mut Vec<u8>) {
-    let mut states = [LOW; WAYS];
-    let mut words: Vec<u16> = Vec::with_capacity(ranges.len() / 2 + 2 * WAYS);
-    for (i, &r) in ranges.iter().enumerate().rev() {
-        let (start, freq) = (r & 0xffff, r >> 16);
-        let x = &mut states[i % WAYS];
-        if *x >= freq << 16 {
+/// Encodes symbols (in coding order) into `out`.
+pub struct Encoder {
+    syms: Vec<u64>,
+}
+
+impl Encoder {
+    /// An encoder expecting about `n` symbols.
+    pub fn with_capacity(n: usize) -> Self {
+        Encoder {
+            syms: Vec::with_capacity(n),
+        }
+    }
+
+    /// Queues one symbol, coded by state `way` (< WAYS).
+    #[inline(always)]
+    pub fn put(&mut self, s: Sym, way: usize) {
+        self.syms.push(s.pack(way % WAYS));
+    }
+
+    /// Writes the stream: symbols are coded last to first so that decoding runs forwards.
+    pub fn finish(self, out: &mut Vec<u8>) {
+        let mut states = [LOW; WAYS];
+        let mut words: Vec<u16> = Vec::with_capacity(self.syms.len() / 2 + 2 * WAYS);
+        for &s in self.syms.iter().rev() {
+            let start = (s & 0xffff) as u32;
+            let freq = ((s >> 16) & 0xff_ffff) as u32;
+            let bits = ((s >> 40) & 0xff) as u32;
+            let x = &mut states[(s >> 48) as usize];
+            if *x as u64 >= (freq as u64) << (32 - bits) {
+                words.push(*x as u16);
+                *x >>= 16;
+            }
+            *x = ((*x / freq) << bits) + (*x % freq) + start;
+        }
+        for x in states.iter().rev() {
             words.push(*x as u16);
-            *x >>= 16;
+            words.push((*x >> 16) as u16);
         }
-        *x = ((*x / freq) << PROB_BITS) + (*x % freq) + start;
-    }
-    for x in states.iter().rev() {
-        words.push(*x as u16);
-        words.push((*x >> 16) as u16);
-    }
-    out.reserve(words.len() * 2);
-    for w in words.iter().rev() {
-        out.extend_from_slice(&w.to_le_bytes());
+        out.reserve(words.len() * 2);
+        for w in words.iter().rev() {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
     }
 }
 
-/// Decoder over the words `encode` wrote.
+/// Decoder over the words an `Encoder` wrote.
 pub struct Decoder<'a> {
     states: [u32; WAYS],
     words: &'a [u8],
@@ -196,19 +162,20 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    /// Decodes symbol number `i` (coding order) with `model`, without updating the model.
+    /// The slot (low `bits` bits of state `way`) the next symbol of that state is read from.
     #[inline(always)]
-    pub fn decode<const N: usize>(&mut self, i: usize, model: &Adaptive<N>) -> u8 {
-        let x = self.states[i % WAYS];
-        let slot = x & (TOTAL - 1);
-        let sym = model.find(slot);
-        let r = model.slot(sym);
-        let mut x = (r >> 16) * (x >> PROB_BITS) + slot - (r & 0xffff);
+    pub fn peek(&self, way: usize, bits: u32) -> u32 {
+        self.states[way] & ((1 << bits) - 1)
+    }
+
+    /// Consumes the next symbol of state `way`, given its `freq` and `offset` = slot - start.
+    #[inline(always)]
+    pub fn advance(&mut self, way: usize, bits: u32, freq: u32, offset: u32) {
+        let mut x = freq * (self.states[way] >> bits) + offset;
         if x < LOW {
             x = x << 16 | self.word();
         }
-        self.states[i % WAYS] = x;
-        sym
+        self.states[way] = x;
     }
 
     /// Checks that the stream was consumed exactly and the states returned to their start.
@@ -243,24 +210,45 @@ mod tests {
             .collect()
     }
 
-    fn roundtrip(data: &[u8]) -> usize {
-        let mut model = Adaptive::<256>::default();
-        let ranges: Vec<u32> = data
-            .iter()
-            .map(|&s| {
-                let r = model.slot(s);
-                model.update(s);
-                r
-            })
-            .collect();
+    /// Static table from the data's own counts, precision `bits`.
+    fn table(data: &[u8], bits: u32) -> (Vec<u32>, Vec<u32>) {
+        let mut counts = vec![0u32; 256];
+        for &s in data {
+            counts[s as usize] += 1;
+        }
+        let mut freqs = vec![0u32; 256];
+        assert!(fit(&counts, bits, true, 0, &mut freqs));
+        assert_eq!(freqs.iter().sum::<u32>(), 1 << bits);
+        let mut starts = vec![0u32; 256];
+        let mut at = 0;
+        for s in 0..256 {
+            starts[s] = at;
+            at += freqs[s];
+        }
+        (freqs, starts)
+    }
+
+    fn roundtrip(data: &[u8], bits: u32) -> usize {
+        let (freqs, starts) = table(data, bits);
+        let mut enc = Encoder::with_capacity(data.len());
+        for (i, &s) in data.iter().enumerate() {
+            let sym = Sym {
+                start: starts[s as usize],
+                freq: freqs[s as usize],
+                bits,
+            };
+            enc.put(sym, i % 3);
+        }
         let mut out = Vec::new();
-        encode(&ranges, &mut out);
-        let mut model = Adaptive::<256>::default();
+        enc.finish(&mut out);
         let mut dec = Decoder::new(&out).unwrap();
         for (i, &s) in data.iter().enumerate() {
-            let got = dec.decode(i, &model);
-            assert_eq!(got, s, "symbol {i}");
-            model.update(got);
+            let slot = dec.peek(i % 3, bits);
+            let got = (0..256)
+                .rfind(|&k| starts[k] <= slot && freqs[k] > 0)
+                .unwrap();
+            assert_eq!(got, s as usize, "symbol {i}");
+            dec.advance(i % 3, bits, freqs[got], slot - starts[got]);
         }
         dec.finish().unwrap();
         out.len()
@@ -268,37 +256,54 @@ mod tests {
 
     #[test]
     fn roundtrips_and_compresses() {
-        for n in [0, 1, 2, 3, 5, 17, 1000, 100_000] {
-            roundtrip(&skewed(n, n as u64 + 1));
+        for bits in [8, 12, 15] {
+            for n in [0, 1, 2, 3, 5, 17, 1000, 100_000] {
+                roundtrip(&skewed(n, n as u64 + 1), bits);
+            }
         }
         let data = skewed(200_000, 9);
-        let n = roundtrip(&data);
+        let n = roundtrip(&data, 12);
         // Entropy of the source is about 2.4 bits per symbol.
         assert!(n * 8 < data.len() * 26 / 10, "{n} bytes for {}", data.len());
-        let all: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
-        roundtrip(&all);
+    }
+
+    #[test]
+    fn fit_keeps_every_needed_symbol() {
+        let counts = [0u32, 5, 0, 1_000_000, 1];
+        let mut f = [0u32; 5];
+        assert!(fit(&counts, 8, false, 1, &mut f));
+        assert_eq!(f.iter().sum::<u32>(), 255);
+        assert!(f[0] == 0 && f[2] == 0 && f[1] >= 1 && f[4] >= 1);
+        assert!(fit(&counts, 8, true, 0, &mut f));
+        assert!(f.iter().all(|&x| x >= 1));
+        assert!(!fit(&[0, 0], 8, false, 1, &mut f[..2]));
+        assert!(fit(&[0, 0, 0], 4, true, 1, &mut f[..3]));
+        assert_eq!(f[..3], [5, 5, 5]);
     }
 
     #[test]
     fn corrupt_streams_are_reported() {
         let data = skewed(5000, 3);
-        let mut model = Adaptive::<256>::default();
-        let ranges: Vec<u32> = data
-            .iter()
-            .map(|&s| {
-                let r = model.slot(s);
-                model.update(s);
-                r
-            })
-            .collect();
+        let (freqs, starts) = table(&data, 12);
+        let mut enc = Encoder::with_capacity(data.len());
+        for (i, &s) in data.iter().enumerate() {
+            let sym = Sym {
+                start: starts[s as usize],
+                freq: freqs[s as usize],
+                bits: 12,
+            };
+            enc.put(sym, i % WAYS);
+        }
         let mut out = Vec::new();
-        encode(&ranges, &mut out);
+        enc.finish(&mut out);
         out.truncate(out.len() - 2);
         let mut dec = Decoder::new(&out).unwrap();
-        let mut model = Adaptive::<256>::default();
         for i in 0..data.len() {
-            let s = dec.decode(i, &model);
-            model.update(s);
+            let slot = dec.peek(i % WAYS, 12);
+            let k = (0..256)
+                .rfind(|&k| starts[k] <= slot && freqs[k] > 0)
+                .unwrap();
+            dec.advance(i % WAYS, 12, freqs[k], slot - starts[k]);
         }
         assert!(dec.finish().is_err());
     }

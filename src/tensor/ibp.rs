@@ -310,63 +310,133 @@ pub fn unpack(data: &[u8], bits: u32, out: &mut [u64]) -> Result<usize> {
 }
 
 fn unpack_with(data: &[u8], bits: u32, out: &mut [u64], bmi2: bool) -> Result<usize> {
-    let bad = || Error::Corrupt("invariant-bit section is damaged".into());
-    let groups = out.len().div_ceil(GROUP);
-    let table = data.get(..4 * groups).ok_or_else(bad)?;
-    let mut pos = 4 * groups;
-    for (g, chunk) in out.chunks_mut(GROUP).enumerate() {
-        let len = u32::from_le_bytes([
-            table[4 * g],
-            table[4 * g + 1],
-            table[4 * g + 2],
-            table[4 * g + 3],
-        ]) as usize;
-        let body = data.get(pos..pos + len).ok_or_else(bad)?;
-        pos += len;
-        let (&mode, rest) = body.split_first().ok_or_else(bad)?;
-        let mut reader;
+    let mut u = Unpacker::new(data, bits, out.len(), bmi2)?;
+    for chunk in out.chunks_mut(GROUP) {
+        u.group(chunk)?;
+    }
+    Ok(u.consumed())
+}
+
+/// Decodes an IBP section group by group.
+pub struct Unpacker<'a> {
+    data: &'a [u8],
+    bits: u32,
+    groups: usize,
+    g: usize,
+    pos: usize,
+    bmi2: bool,
+}
+
+impl<'a> Unpacker<'a> {
+    /// Starts on a section of `n` words of `bits` width at the start of `data`.
+    pub fn new(data: &'a [u8], bits: u32, n: usize, bmi2: bool) -> Result<Self> {
+        let groups = n.div_ceil(GROUP);
+        if data.len() < 4 * groups {
+            return Err(damaged());
+        }
+        Ok(Unpacker {
+            data,
+            bits,
+            groups,
+            g: 0,
+            pos: 4 * groups,
+            bmi2,
+        })
+    }
+
+    /// Starts with the bit path the kernel level allows.
+    pub fn for_level(data: &'a [u8], bits: u32, n: usize) -> Result<Self> {
+        Self::new(data, bits, n, use_bmi2())
+    }
+
+    /// Bytes of the section read so far.
+    pub fn consumed(&self) -> usize {
+        self.pos
+    }
+
+    /// Decodes the next group into `out` (GROUP words, fewer for the last group).
+    pub fn group(&mut self, out: &mut [u64]) -> Result<()> {
+        let (bits, g) = (self.bits, self.g);
+        if g >= self.groups {
+            return Err(damaged());
+        }
+        let t = &self.data[4 * g..4 * g + 4];
+        let len = u32::from_le_bytes([t[0], t[1], t[2], t[3]]) as usize;
+        let body = self
+            .data
+            .get(self.pos..self.pos.saturating_add(len))
+            .ok_or_else(damaged)?;
+        self.pos += len;
+        self.g += 1;
+        let (&mode, rest) = body.split_first().ok_or_else(damaged)?;
         match mode {
             0 => {
-                reader = BitReader::new(rest);
-                for o in chunk.iter_mut() {
-                    *o = reader.get(bits);
+                if (rest.len() as u64) * 8 < out.len() as u64 * bits as u64 {
+                    return Err(damaged());
                 }
+                unpack_plain(rest, bits, out);
+                Ok(())
             }
             1 | 2 => {
-                let nb = if mode == 1 {
-                    chunk.len().div_ceil(8)
-                } else {
-                    0
-                };
-                let head = rest.get(..16 + nb).ok_or_else(bad)?;
-                let mask = u64::from_le_bytes(head[..8].try_into().map_err(|_| bad())?);
-                let value = u64::from_le_bytes(head[8..16].try_into().map_err(|_| bad())?);
+                let nb = if mode == 1 { out.len().div_ceil(8) } else { 0 };
+                let head = rest.get(..16 + nb).ok_or_else(damaged)?;
+                let mask = u64::from_le_bytes(head[..8].try_into().map_err(|_| damaged())?);
+                let value = u64::from_le_bytes(head[8..16].try_into().map_err(|_| damaged())?);
                 if mask & !width_mask(bits) != 0 {
-                    return Err(bad());
+                    return Err(damaged());
                 }
-                let every = vec![0xffu8; chunk.len().div_ceil(8)];
+                let every = vec![0xffu8; out.len().div_ceil(8)];
                 let part = if mode == 1 { &head[16..] } else { &every[..] };
-                reader = BitReader::new(&rest[16 + nb..]);
+                let mut reader = BitReader::new(&rest[16 + nb..]);
                 #[cfg(target_arch = "x86_64")]
-                if bmi2 {
+                if self.bmi2 {
                     // SAFETY: BMI2 support was checked at run time.
-                    unsafe { unpack_bmi2(&mut reader, part, bits, mask, value, chunk) };
+                    unsafe { unpack_bmi2(&mut reader, part, bits, mask, value, out) };
                 } else {
-                    unpack_portable(&mut reader, part, bits, mask, value, chunk);
+                    unpack_portable(&mut reader, part, bits, mask, value, out);
                 }
                 #[cfg(not(target_arch = "x86_64"))]
-                {
-                    let _ = bmi2;
-                    unpack_portable(&mut reader, part, bits, mask, value, chunk);
+                unpack_portable(&mut reader, part, bits, mask, value, out);
+                if reader.overrun {
+                    return Err(damaged());
                 }
+                Ok(())
             }
-            _ => return Err(bad()),
-        }
-        if reader.overrun {
-            return Err(bad());
+            _ => Err(damaged()),
         }
     }
-    Ok(pos)
+}
+
+fn damaged() -> Error {
+    Error::Corrupt("invariant-bit section is damaged".into())
+}
+
+/// Plain packed words (the length was checked): 8-byte loads at each word's bit position
+/// while they fit, a bit reader for the last few.
+fn unpack_plain(rest: &[u8], bits: u32, out: &mut [u64]) {
+    let mask = width_mask(bits);
+    let mut i = 0;
+    if bits <= 56 {
+        let fast = (rest.len().saturating_sub(8) * 8) / bits as usize;
+        let fast = fast.min(out.len());
+        for (j, o) in out[..fast].iter_mut().enumerate() {
+            let at = j * bits as usize;
+            let b = &rest[at / 8..at / 8 + 8];
+            let w = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+            *o = (w >> (at % 8)) & mask;
+        }
+        i = fast;
+    }
+    if i < out.len() {
+        let at = i * bits as usize;
+        let mut reader = BitReader::new(&rest[at / 8..]);
+        if at % 8 != 0 {
+            reader.get((at % 8) as u32);
+        }
+        for o in out[i..].iter_mut() {
+            *o = reader.get(bits);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,16 +1,33 @@
 //! Tensor block codec. Each value is split into planes: `E`, the exponent (for f64 its top 8
 //! bits), `M`, the next 3 bits (top of the mantissa), and the residual: the sign and the
-//! remaining low bits. `E` is coded with adaptive rANS in the context of the two previous
-//! values' exponents, `M` in the context of `E`; the residual goes through invariant bit
-//! packing (IBP), which stores bits that hardly vary (e.g. the zero low half of widened
-//! bf16 weights) once per group.
+//! remaining low bits. `E` and `M` are coded with rANS: `E` from a 12-bit table fitted to the
+//! block's exponent counts so far (an escape codes an exponent not seen yet as 8 raw bits),
+//! `M` from an 8-bit table of the value's exponent. Tables are refitted between batches of
+//! values (16, 32, ... then every 4096), so within a batch every symbol decodes independently.
+//! The residual goes through invariant bit packing (IBP), which stores bits that hardly vary
+//! (e.g. the zero low half of widened bf16 weights) once per group.
 //!
 //! Payload: dtype tag, value count (`u32`), tail length + tail bytes (a partial last value),
 //! rANS stream length (`u32`) + stream, then the IBP section of the residuals.
 
 use super::{ibp, DType};
-use crate::coder::rans::{self, Adaptive};
+use crate::coder::rans::{self, fit, Sym};
 use crate::error::{Error, Result};
+
+/// Precision of the exponent table.
+const E_BITS: u32 = 12;
+/// Precision of the mantissa-top tables.
+const M_BITS: u32 = 8;
+/// Slots of the exponent table kept for the escape.
+const ESCAPE: u32 = 1;
+/// Escape marker in the exponent decode table.
+const ESC_SYM: u64 = 256;
+/// Largest batch between two refits.
+const MAX_BATCH: usize = 4096;
+/// Exponent counts are halved when they reach this total; mantissa-top counts per exponent
+/// at `M_HALVE`.
+const E_HALVE: u32 = 1 << 13;
+const M_HALVE: u32 = 1 << 12;
 
 /// Bit layout of one dtype's values as coded here.
 #[derive(Clone, Copy)]
@@ -65,53 +82,225 @@ impl Fields {
     }
 }
 
-#[inline(always)]
-fn read<const W: usize>(data: &[u8], i: usize) -> u64 {
-    let mut b = [0u8; 8];
-    b[..W].copy_from_slice(&data[i * W..i * W + W]);
-    u64::from_le_bytes(b)
+/// Counts and tables of one block, refitted between batches identically on both sides.
+struct Model {
+    e_counts: [u32; 256],
+    e_total: u32,
+    /// Exponent slot ranges (`start | freq << 16`, freq 0 = not in the table yet).
+    e_enc: [u32; 256],
+    escape_start: u32,
+    /// Per slot: symbol (256 = escape) | freq << 16 | (slot - start) << 32.
+    e_dec: Vec<u64>,
+    m_counts: Vec<[u32; 8]>,
+    m_total: Vec<u32>,
+    /// Per exponent and mantissa-top symbol: `start | freq << 16`.
+    m_enc: Vec<[u32; 8]>,
+    /// Per exponent, per slot: symbol | freq << 3 | (slot - start) << 12.
+    m_dec: Vec<u32>,
+    /// Exponents whose mantissa-top counts changed since the last refit.
+    dirty: Vec<u8>,
+    is_dirty: [bool; 256],
 }
 
-/// Context models of one block.
-struct Models {
-    e: Vec<Adaptive<256>>,
-    m: Vec<Adaptive<8>>,
-}
-
-impl Models {
+impl Model {
     fn new() -> Self {
-        Models {
-            e: vec![Adaptive::default(); 256],
-            m: vec![Adaptive::default(); 256],
+        let mut m = Model {
+            e_counts: [0; 256],
+            e_total: 0,
+            e_enc: [0; 256],
+            escape_start: 0,
+            e_dec: vec![0; 1 << E_BITS],
+            m_counts: vec![[0; 8]; 256],
+            m_total: vec![0; 256],
+            m_enc: vec![[0; 8]; 256],
+            m_dec: vec![0; 256 << M_BITS],
+            dirty: Vec::new(),
+            is_dirty: [false; 256],
+        };
+        m.refit_e();
+        for e in 0..256 {
+            m.refit_m(e);
         }
+        m
+    }
+
+    fn refit_e(&mut self) {
+        if self.e_total >= E_HALVE {
+            self.e_total = 0;
+            for c in self.e_counts.iter_mut() {
+                *c = (*c + 1) >> 1;
+                self.e_total += *c;
+            }
+        }
+        let mut freqs = [0u32; 256];
+        let fitted = fit(&self.e_counts, E_BITS, false, ESCAPE, &mut freqs);
+        let (mut start, mut slot) = (0u32, 0usize);
+        for (s, &f) in freqs.iter().enumerate() {
+            self.e_enc[s] = start | f << 16;
+            for k in 0..f {
+                self.e_dec[slot] = s as u64 | (f as u64) << 16 | (k as u64) << 32;
+                slot += 1;
+            }
+            start += f;
+        }
+        let esc = if fitted { ESCAPE } else { 1 << E_BITS };
+        self.escape_start = start;
+        for k in 0..esc {
+            self.e_dec[slot] = ESC_SYM | (esc as u64) << 16 | (k as u64) << 32;
+            slot += 1;
+        }
+    }
+
+    fn refit_m(&mut self, e: usize) {
+        if self.m_total[e] >= M_HALVE {
+            self.m_total[e] = 0;
+            for c in self.m_counts[e].iter_mut() {
+                *c = (*c + 1) >> 1;
+                self.m_total[e] += *c;
+            }
+        }
+        let mut freqs = [0u32; 8];
+        fit(&self.m_counts[e], M_BITS, true, 0, &mut freqs);
+        let table = &mut self.m_dec[e << M_BITS..(e + 1) << M_BITS];
+        let (mut start, mut slot) = (0u32, 0usize);
+        for (s, &f) in freqs.iter().enumerate() {
+            self.m_enc[e][s] = start | f << 16;
+            for k in 0..f {
+                table[slot] = s as u32 | f << 3 | k << 12;
+                slot += 1;
+            }
+            start += f;
+        }
+    }
+
+    /// Refits every table after a batch.
+    fn refit(&mut self) {
+        self.refit_e();
+        while let Some(e) = self.dirty.pop() {
+            self.is_dirty[e as usize] = false;
+            self.refit_m(e as usize);
+        }
+    }
+}
+
+/// Length of batch number `k` (0-based): 16, 16, 32, ..., 2048 fill the first IBP group,
+/// then one batch per group.
+#[inline(always)]
+fn batch_len(k: u32) -> usize {
+    match k {
+        0 => 16,
+        _ => (8usize << k.min(9)).min(MAX_BATCH),
+    }
+}
+
+#[inline(always)]
+fn sym(packed: u32, bits: u32) -> Sym {
+    Sym {
+        start: packed & 0xffff,
+        freq: packed >> 16,
+        bits,
+    }
+}
+
+impl Model {
+    /// Counts a finished batch and refits the tables.
+    fn learn(&mut self, es: &[u8], ms: &[u8]) {
+        // Two histograms of (E, M) pairs, so repeated pairs do not wait on each other.
+        let mut hist = [[0u32; 2048]; 2];
+        for (i, (&e, &m)) in es.iter().zip(ms).enumerate() {
+            hist[i & 1][(e as usize) << 3 | m as usize] += 1;
+        }
+        for e in 0..256 {
+            let mut any = 0;
+            for m in 0..8 {
+                let c = hist[0][e << 3 | m] + hist[1][e << 3 | m];
+                self.m_counts[e][m] += c;
+                any += c;
+            }
+            if any > 0 {
+                self.e_counts[e] += any;
+                self.e_total += any;
+                self.m_total[e] += any;
+                if !self.is_dirty[e] {
+                    self.is_dirty[e] = true;
+                    self.dirty.push(e as u8);
+                }
+            }
+        }
+        self.refit();
     }
 }
 
 fn encode_w<const W: usize>(data: &[u8], dtype: DType, out: &mut Vec<u8>) {
     let f = Fields::of(dtype);
     let n = data.len() / W;
-    let mut models = Models::new();
-    let mut ranges = Vec::with_capacity(2 * n);
+    let mut model = Model::new();
+    let mut enc = rans::Encoder::with_capacity(2 * n + 64);
     let mut residual = Vec::with_capacity(n);
-    let (mut p1, mut p2) = (0u8, 0u8);
-    for i in 0..n {
-        let (e, m, r) = f.split(read::<W>(data, i));
-        let em = &mut models.e[p1.max(p2) as usize];
-        ranges.push(em.slot(e));
-        em.update(e);
-        let mm = &mut models.m[e as usize];
-        ranges.push(mm.slot(m));
-        mm.update(m);
-        residual.push(r);
-        p2 = p1;
-        p1 = e;
+    let (mut es, mut ms) = (Vec::with_capacity(MAX_BATCH), Vec::with_capacity(MAX_BATCH));
+    let (mut i, mut k) = (0usize, 0u32);
+    while i < n {
+        let end = (i + batch_len(k)).min(n);
+        es.clear();
+        ms.clear();
+        for (j, v) in data[i * W..end * W].chunks_exact(W).enumerate() {
+            // Value j's exponent (and escape) go to state 2 (j & 1), its mantissa top to the next.
+            let way = 2 * (j & 1);
+            let (e, m, r) = f.split(read::<W>(v));
+            let ee = model.e_enc[e as usize];
+            if ee >> 16 != 0 {
+                enc.put(sym(ee, E_BITS), way);
+            } else {
+                let freq = if model.escape_start == 0 {
+                    1 << E_BITS
+                } else {
+                    ESCAPE
+                };
+                let escape = Sym {
+                    start: model.escape_start,
+                    freq,
+                    bits: E_BITS,
+                };
+                enc.put(escape, way);
+                let raw = Sym {
+                    start: e as u32,
+                    freq: 1,
+                    bits: 8,
+                };
+                enc.put(raw, way);
+            }
+            enc.put(sym(model.m_enc[e as usize][m as usize], M_BITS), way + 1);
+            es.push(e);
+            ms.push(m);
+            residual.push(r);
+        }
+        model.learn(&es, &ms);
+        i = end;
+        k += 1;
     }
     let at = out.len();
     out.extend_from_slice(&[0; 4]);
-    rans::encode(&ranges, out);
+    enc.finish(out);
     let len = (out.len() - at - 4) as u32;
     out[at..at + 4].copy_from_slice(&len.to_le_bytes());
     ibp::pack(&residual, f.rbits(), out);
+}
+
+/// Decodes value `j` of a batch (states `2 (j & 1)` and the next), returning (E, M).
+#[inline(always)]
+fn decode_one(dec: &mut rans::Decoder, model: &Model, way: usize) -> (u8, u8) {
+    let d = model.e_dec[dec.peek(way, E_BITS) as usize];
+    dec.advance(way, E_BITS, (d >> 16) as u32 & 0xffff, (d >> 32) as u32);
+    let e = if d & 0x1ff == ESC_SYM {
+        let raw = dec.peek(way, 8);
+        dec.advance(way, 8, 1, 0);
+        raw as u8
+    } else {
+        d as u8
+    };
+    let md = model.m_dec[(e as usize) << M_BITS | dec.peek(way + 1, M_BITS) as usize];
+    dec.advance(way + 1, M_BITS, (md >> 3) & 0x1ff, md >> 12);
+    (e, (md & 7) as u8)
 }
 
 fn decode_w<const W: usize>(body: &[u8], n: usize, dtype: DType, out: &mut Vec<u8>) -> Result<()> {
@@ -125,27 +314,55 @@ fn decode_w<const W: usize>(body: &[u8], n: usize, dtype: DType, out: &mut Vec<u
         .get(4..4 + len)
         .ok_or_else(|| bad("stream cut short"))?;
     let rest = &body[4 + len..];
-    let mut residual = vec![0u64; n];
-    if ibp::unpack(rest, f.rbits(), &mut residual)? != rest.len() {
-        return Err(bad("unexpected bytes after the data"));
-    }
-    let mut models = Models::new();
+    let mut residuals = ibp::Unpacker::for_level(rest, f.rbits(), n)?;
+    let mut group = vec![0u64; ibp::GROUP];
+    let mut model = Model::new();
     let mut dec = rans::Decoder::new(stream)?;
-    let (mut p1, mut p2) = (0u8, 0u8);
+    let (mut es, mut ms) = (vec![0u8; MAX_BATCH], vec![0u8; MAX_BATCH]);
     let start = out.len();
     out.resize(start + n * W, 0);
-    for (i, (slot, &r)) in out[start..].chunks_exact_mut(W).zip(&residual).enumerate() {
-        let em = &mut models.e[p1.max(p2) as usize];
-        let e = dec.decode(2 * i, em);
-        em.update(e);
-        let mm = &mut models.m[e as usize];
-        let m = dec.decode(2 * i + 1, mm);
-        mm.update(m);
-        slot.copy_from_slice(&f.join(e, m, r).to_le_bytes()[..W]);
-        p2 = p1;
-        p1 = e;
+    let (mut i, mut k) = (0usize, 0u32);
+    while i < n {
+        if i % ibp::GROUP == 0 {
+            let len = (n - i).min(ibp::GROUP);
+            residuals.group(&mut group[..len])?;
+        }
+        let end = (i + batch_len(k)).min(n);
+        let b = end - i;
+        // Pairs of values: even ones on states 0/1, odd ones on 2/3.
+        for j in (0..b & !1).step_by(2) {
+            let (e0, m0) = decode_one(&mut dec, &model, 0);
+            let (e1, m1) = decode_one(&mut dec, &model, 2);
+            es[j] = e0;
+            ms[j] = m0;
+            es[j + 1] = e1;
+            ms[j + 1] = m1;
+        }
+        if b % 2 == 1 {
+            let (e, m) = decode_one(&mut dec, &model, 0);
+            es[b - 1] = e;
+            ms[b - 1] = m;
+        }
+        let g0 = i % ibp::GROUP;
+        let slots = out[start + i * W..start + end * W].chunks_exact_mut(W);
+        for (((slot, &e), &m), &r) in slots.zip(&es[..b]).zip(&ms[..b]).zip(&group[g0..g0 + b]) {
+            slot.copy_from_slice(&f.join(e, m, r).to_le_bytes()[..W]);
+        }
+        model.learn(&es[..b], &ms[..b]);
+        i = end;
+        k += 1;
+    }
+    if residuals.consumed() != rest.len() {
+        return Err(bad("unexpected bytes after the data"));
     }
     dec.finish()
+}
+
+#[inline(always)]
+fn read<const W: usize>(v: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    b[..W].copy_from_slice(&v[..W]);
+    u64::from_le_bytes(b)
 }
 
 /// Codes `data`, an array of `dtype` values (a partial last value is kept raw).
