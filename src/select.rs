@@ -15,6 +15,8 @@ const ZSTD_LEVEL: i32 = 9;
 /// The neural model runs only if its predicted size is at least this much smaller (per mille)
 /// than the best fast codec's: it costs ~1000x their time.
 const NEURAL_MIN_GAIN: f64 = 0.01;
+/// Largest tensor block the neural model is tried on (it runs at ~60 KB/s per core).
+const NEURAL_TENSOR_MAX: usize = 1 << 20;
 /// Share of the redundancy left by zstd that the neural model is predicted to remove as well
 /// (measured on the shared corpora: sep's archives are 16% smaller than zstd -19's in total).
 const NEURAL_EXTRA: f64 = 0.15;
@@ -109,8 +111,9 @@ pub fn code_block(
                 if let Some(p) = zstd(data) {
                     consider(Codec::Zstd, p, &mut best);
                 }
-                // Structured arrays (not weights): the neural model may do better still.
-                if worth_neural(data, z) {
+                // Structured arrays (not weights): the neural model may do better still, but
+                // only on small tensors, so that weight files keep tensor-path speed.
+                if data.len() <= NEURAL_TENSOR_MAX && worth_neural(data, z) {
                     consider(
                         Codec::Model,
                         backend.encode(data, model, &|_| {}),
