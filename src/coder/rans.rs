@@ -120,36 +120,16 @@ impl Encoder {
     }
 }
 
-/// Decoder over the words an `Encoder` wrote.
-pub struct Decoder<'a> {
-    states: [u32; WAYS],
+/// Reader of a stream's 16-bit words; reading past the end yields zeros and is remembered.
+pub struct Words<'a> {
     words: &'a [u8],
     pos: usize,
     overrun: bool,
 }
 
-impl<'a> Decoder<'a> {
-    /// Starts decoding `words`.
-    pub fn new(words: &'a [u8]) -> Result<Self> {
-        if words.len() < 4 * WAYS || words.len() % 2 != 0 {
-            return Err(Error::Corrupt("entropy-coded stream too short".into()));
-        }
-        let mut d = Decoder {
-            states: [0; WAYS],
-            words,
-            pos: 0,
-            overrun: false,
-        };
-        for i in 0..WAYS {
-            let hi = d.word();
-            let lo = d.word();
-            d.states[i] = hi << 16 | lo;
-        }
-        Ok(d)
-    }
-
+impl Words<'_> {
     #[inline(always)]
-    fn word(&mut self) -> u32 {
+    fn next(&mut self) -> u32 {
         match self.words.get(self.pos..self.pos + 2) {
             Some(w) => {
                 self.pos += 2;
@@ -161,6 +141,56 @@ impl<'a> Decoder<'a> {
             }
         }
     }
+}
+
+/// Consumes one symbol from state `x`, given its table's `bits`, its `freq` and
+/// `offset` = slot - start (the slot is `x`'s low `bits` bits).
+#[inline(always)]
+pub fn step(x: &mut u32, bits: u32, freq: u32, offset: u32, w: &mut Words) {
+    let mut y = freq * (*x >> bits) + offset;
+    if y < LOW {
+        y = y << 16 | w.next();
+    }
+    *x = y;
+}
+
+/// Decoder over the words an `Encoder` wrote.
+pub struct Decoder<'a> {
+    states: [u32; WAYS],
+    words: Words<'a>,
+}
+
+impl<'a> Decoder<'a> {
+    /// Starts decoding `words`.
+    pub fn new(words: &'a [u8]) -> Result<Self> {
+        if words.len() < 4 * WAYS || words.len() % 2 != 0 {
+            return Err(Error::Corrupt("entropy-coded stream too short".into()));
+        }
+        let mut d = Decoder {
+            states: [0; WAYS],
+            words: Words {
+                words,
+                pos: 0,
+                overrun: false,
+            },
+        };
+        for i in 0..WAYS {
+            let hi = d.words.next();
+            let lo = d.words.next();
+            d.states[i] = hi << 16 | lo;
+        }
+        Ok(d)
+    }
+
+    /// The states and the word reader, for a loop that keeps the states in locals (`step`).
+    pub fn split(self) -> ([u32; WAYS], Words<'a>) {
+        (self.states, self.words)
+    }
+
+    /// Puts a decoder back together after `split`.
+    pub fn join(states: [u32; WAYS], words: Words<'a>) -> Self {
+        Decoder { states, words }
+    }
 
     /// The slot (low `bits` bits of state `way`) the next symbol of that state is read from.
     #[inline(always)]
@@ -171,16 +201,13 @@ impl<'a> Decoder<'a> {
     /// Consumes the next symbol of state `way`, given its `freq` and `offset` = slot - start.
     #[inline(always)]
     pub fn advance(&mut self, way: usize, bits: u32, freq: u32, offset: u32) {
-        let mut x = freq * (self.states[way] >> bits) + offset;
-        if x < LOW {
-            x = x << 16 | self.word();
-        }
-        self.states[way] = x;
+        step(&mut self.states[way], bits, freq, offset, &mut self.words);
     }
 
     /// Checks that the stream was consumed exactly and the states returned to their start.
     pub fn finish(&self) -> Result<()> {
-        if self.overrun || self.pos != self.words.len() || self.states.iter().any(|&x| x != LOW) {
+        let w = &self.words;
+        if w.overrun || w.pos != w.words.len() || self.states.iter().any(|&x| x != LOW) {
             return Err(Error::Corrupt(
                 "entropy-coded stream does not decode".into(),
             ));

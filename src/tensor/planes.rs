@@ -39,15 +39,6 @@ struct Fields {
 }
 
 impl Fields {
-    fn of(dtype: DType) -> Self {
-        match dtype {
-            DType::F16 => Fields { bits: 16, ebits: 5 },
-            DType::BF16 => Fields { bits: 16, ebits: 8 },
-            DType::F32 => Fields { bits: 32, ebits: 8 },
-            DType::F64 => Fields { bits: 64, ebits: 8 },
-        }
-    }
-
     /// Bits below `M`.
     #[inline(always)]
     fn low(self) -> u32 {
@@ -231,8 +222,12 @@ impl Model {
     }
 }
 
-fn encode_w<const W: usize>(data: &[u8], dtype: DType, out: &mut Vec<u8>) {
-    let f = Fields::of(dtype);
+/// Value width `W` (bytes) and exponent bits `EB` are constants so every shift is one.
+fn encode_w<const W: usize, const EB: u32>(data: &[u8], out: &mut Vec<u8>) {
+    let f = Fields {
+        bits: 8 * W as u32,
+        ebits: EB,
+    };
     let n = data.len() / W;
     let mut model = Model::new();
     let mut enc = rans::Encoder::with_capacity(2 * n + 64);
@@ -286,26 +281,29 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType, out: &mut Vec<u8>) {
     ibp::pack(&residual, f.rbits(), out);
 }
 
-/// Decodes value `j` of a batch (states `2 (j & 1)` and the next), returning (E, M).
+/// Decodes one value's (E, M): E (and an escaped E) from state `xe`, M from `xm`.
 #[inline(always)]
-fn decode_one(dec: &mut rans::Decoder, model: &Model, way: usize) -> (u8, u8) {
-    let d = model.e_dec[dec.peek(way, E_BITS) as usize];
-    dec.advance(way, E_BITS, (d >> 16) as u32 & 0xffff, (d >> 32) as u32);
+fn decode_one(xe: &mut u32, xm: &mut u32, w: &mut rans::Words, model: &Model) -> (u8, u8) {
+    let d = model.e_dec[(*xe & ((1 << E_BITS) - 1)) as usize];
+    rans::step(xe, E_BITS, (d >> 16) as u32 & 0xffff, (d >> 32) as u32, w);
     let e = if d & 0x1ff == ESC_SYM {
-        let raw = dec.peek(way, 8);
-        dec.advance(way, 8, 1, 0);
+        let raw = *xe & 0xff;
+        rans::step(xe, 8, 1, 0, w);
         raw as u8
     } else {
         d as u8
     };
-    let md = model.m_dec[(e as usize) << M_BITS | dec.peek(way + 1, M_BITS) as usize];
-    dec.advance(way + 1, M_BITS, (md >> 3) & 0x1ff, md >> 12);
+    let md = model.m_dec[(e as usize) << M_BITS | (*xm & ((1 << M_BITS) - 1)) as usize];
+    rans::step(xm, M_BITS, (md >> 3) & 0x1ff, md >> 12, w);
     (e, (md & 7) as u8)
 }
 
-fn decode_w<const W: usize>(body: &[u8], n: usize, dtype: DType, out: &mut Vec<u8>) -> Result<()> {
+fn decode_w<const W: usize, const EB: u32>(body: &[u8], n: usize, out: &mut Vec<u8>) -> Result<()> {
     let bad = |what: &str| Error::Corrupt(format!("tensor block: {what}"));
-    let f = Fields::of(dtype);
+    let f = Fields {
+        bits: 8 * W as u32,
+        ebits: EB,
+    };
     let len = body
         .get(..4)
         .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
@@ -317,7 +315,8 @@ fn decode_w<const W: usize>(body: &[u8], n: usize, dtype: DType, out: &mut Vec<u
     let mut residuals = ibp::Unpacker::for_level(rest, f.rbits(), n)?;
     let mut group = vec![0u64; ibp::GROUP];
     let mut model = Model::new();
-    let mut dec = rans::Decoder::new(stream)?;
+    let (states, mut words) = rans::Decoder::new(stream)?.split();
+    let [mut x0, mut x1, mut x2, mut x3] = states;
     let (mut es, mut ms) = (vec![0u8; MAX_BATCH], vec![0u8; MAX_BATCH]);
     let start = out.len();
     out.resize(start + n * W, 0);
@@ -331,15 +330,15 @@ fn decode_w<const W: usize>(body: &[u8], n: usize, dtype: DType, out: &mut Vec<u
         let b = end - i;
         // Pairs of values: even ones on states 0/1, odd ones on 2/3.
         for j in (0..b & !1).step_by(2) {
-            let (e0, m0) = decode_one(&mut dec, &model, 0);
-            let (e1, m1) = decode_one(&mut dec, &model, 2);
+            let (e0, m0) = decode_one(&mut x0, &mut x1, &mut words, &model);
+            let (e1, m1) = decode_one(&mut x2, &mut x3, &mut words, &model);
             es[j] = e0;
             ms[j] = m0;
             es[j + 1] = e1;
             ms[j + 1] = m1;
         }
         if b % 2 == 1 {
-            let (e, m) = decode_one(&mut dec, &model, 0);
+            let (e, m) = decode_one(&mut x0, &mut x1, &mut words, &model);
             es[b - 1] = e;
             ms[b - 1] = m;
         }
@@ -355,7 +354,7 @@ fn decode_w<const W: usize>(body: &[u8], n: usize, dtype: DType, out: &mut Vec<u
     if residuals.consumed() != rest.len() {
         return Err(bad("unexpected bytes after the data"));
     }
-    dec.finish()
+    rans::Decoder::join([x0, x1, x2, x3], words).finish()
 }
 
 #[inline(always)]
@@ -376,10 +375,11 @@ pub fn encode(data: &[u8], dtype: DType) -> Vec<u8> {
     out.push(tail.len() as u8);
     out.extend_from_slice(tail);
     let body = &data[..n * w];
-    match w {
-        2 => encode_w::<2>(body, dtype, &mut out),
-        4 => encode_w::<4>(body, dtype, &mut out),
-        _ => encode_w::<8>(body, dtype, &mut out),
+    match dtype {
+        DType::F16 => encode_w::<2, 5>(body, &mut out),
+        DType::BF16 => encode_w::<2, 8>(body, &mut out),
+        DType::F32 => encode_w::<4, 8>(body, &mut out),
+        DType::F64 => encode_w::<8, 8>(body, &mut out),
     }
     out
 }
@@ -401,10 +401,11 @@ pub fn decode(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
         .ok_or_else(|| bad("tail cut short"))?;
     let body = &rest[5 + tail_len..];
     let mut out = Vec::with_capacity(raw_len);
-    match w {
-        2 => decode_w::<2>(body, n, dtype, &mut out)?,
-        4 => decode_w::<4>(body, n, dtype, &mut out)?,
-        _ => decode_w::<8>(body, n, dtype, &mut out)?,
+    match dtype {
+        DType::F16 => decode_w::<2, 5>(body, n, &mut out)?,
+        DType::BF16 => decode_w::<2, 8>(body, n, &mut out)?,
+        DType::F32 => decode_w::<4, 8>(body, n, &mut out)?,
+        DType::F64 => decode_w::<8, 8>(body, n, &mut out)?,
     }
     out.extend_from_slice(tail);
     Ok(out)
