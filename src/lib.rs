@@ -93,9 +93,17 @@ pub struct Stats {
     pub blocks: u64,
 }
 
-/// Compresses everything `input` yields into a complete archive on `output`.
+/// Compresses everything `input` yields into a complete archive on `output`. Without a
+/// layout or dtype in `opts`, a stream that starts like a safetensors file takes the tensor
+/// path from its header.
 pub fn compress(mut input: impl Read, mut output: impl Write, opts: &Options) -> Result<Stats> {
-    pipeline::compress(&mut input, &mut output, opts)
+    if opts.layout.is_some() || opts.dtype.is_some() {
+        return pipeline::compress(&mut input, &mut output, opts);
+    }
+    let (head, layout) = tensor::sniff_stream(&mut input)?;
+    let mut opts = opts.clone();
+    opts.layout = layout;
+    pipeline::compress(&mut head.as_slice().chain(input), &mut output, &opts)
 }
 
 /// Compresses `data`, first finding its structure (safetensors, .npy, or `opts.dtype`).

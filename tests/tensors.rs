@@ -160,3 +160,45 @@ fn damaged_tensor_archives_fail_cleanly() {
         assert!(!d.join("bad").exists(), "partial output left for byte {i}");
     }
 }
+
+#[test]
+fn safetensors_from_stdin_take_the_tensor_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let file = fs::read(corpora().join("tensors/minilm-layer2.f16.safetensors")).unwrap();
+    let from_file = {
+        fs::write(d.join("m"), &file).unwrap();
+        let r = sep(d, &["compress", "-q", "-c", "m"]);
+        ok(&r);
+        r.stdout
+    };
+    // The same bytes on stdin, then with data after the last tensor.
+    let mut longer = file.clone();
+    longer.extend_from_slice(b"trailing bytes");
+    for input in [&file, &longer] {
+        let r = sep_env(d, &["compress", "-q", "-c"], input, &[("SEP_THREADS", "2")]);
+        ok(&r);
+        if input.len() == file.len() {
+            // Same blocks; only the header's block size (unknown length on stdin) differs.
+            assert_eq!(
+                r.stdout.len(),
+                from_file.len(),
+                "stdin and file archives differ"
+            );
+        }
+        fs::write(d.join("s.sep"), &r.stdout).unwrap();
+        let info = String::from_utf8(sep(d, &["info", "s.sep"]).stdout).unwrap();
+        assert!(info.contains(" tensor "), "{info}");
+        let back = sep(d, &["decompress", "-q", "-c", "s.sep"]);
+        ok(&back);
+        assert!(back.stdout == *input);
+    }
+    // A stream whose first 8 bytes read as a small header length but is not safetensors.
+    let mut odd = 100u64.to_le_bytes().to_vec();
+    odd.extend((0..5000u32).map(|i| (i * 31 % 251) as u8));
+    let r = sep_env(d, &["compress", "-q", "-c"], &odd, &[]);
+    ok(&r);
+    let back = sep_env(d, &["decompress", "-q", "-c"], &r.stdout, &[]);
+    ok(&back);
+    assert!(back.stdout == odd);
+}

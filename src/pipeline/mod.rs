@@ -67,6 +67,8 @@ pub fn block_size_for(max: u64, len: Option<u64>) -> u64 {
 struct Plan {
     segments: VecDeque<Segment>,
     max: u64,
+    /// No block is longer (the block size recorded in the header).
+    cap: u64,
     /// Block length of the segment at the front, once it has started.
     current: Option<u64>,
 }
@@ -94,17 +96,28 @@ impl Plan {
             len: UNTIL_END,
             kind: Kind::General,
         });
-        Plan {
+        let mut plan = Plan {
             segments,
             max: opts.block_size,
+            cap: u64::MAX,
             current: None,
-        }
+        };
+        // Known segments bound the blocks; an input of unknown length may go on past them.
+        let known = plan.segments.iter().filter(|s| s.len != UNTIL_END);
+        let largest = known.map(|s| plan.block_len(s)).max().unwrap_or(0);
+        let tail = if opts.size_hint.is_none() {
+            plan.max
+        } else {
+            0
+        };
+        plan.cap = largest.max(tail).max(1);
+        plan
     }
 
     /// Block length for a segment.
     fn block_len(&self, seg: &Segment) -> u64 {
         let len = (seg.len != UNTIL_END).then_some(seg.len);
-        let bs = block_size_for(self.max, len);
+        let bs = block_size_for(self.max, len).min(self.cap);
         match seg.kind {
             Kind::Tensor(d) if bs >= d.width() as u64 => bs - bs % d.width() as u64,
             _ => bs,
@@ -113,14 +126,7 @@ impl Plan {
 
     /// Largest block the plan can produce (recorded in the header).
     fn max_block(&self) -> u64 {
-        let known = self.segments.iter().filter(|s| s.len != UNTIL_END);
-        let tail = if self.segments.len() == 1 || known.clone().count() == 0 {
-            self.max
-        } else {
-            0
-        };
-        let largest = known.map(|s| self.block_len(s)).max().unwrap_or(0);
-        largest.max(tail).max(1)
+        self.cap
     }
 
     /// Reads the next block and its kind, or `None` at the end of the input.

@@ -2,6 +2,7 @@
 //! crate), a .npy file (its header parsed here), or a raw array of a dtype the user names.
 
 use super::DType;
+use std::io::Read;
 
 /// What a stretch of the input holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +31,12 @@ pub fn layout(data: &[u8], raw: Option<DType>) -> Vec<Segment> {
             Some(d) => vec![(data.len() as u64, Kind::Tensor(d))],
             None => vec![(data.len() as u64, Kind::General)],
         });
+    merge(parts)
+}
+
+/// Segments from (length, kind) parts: empty ones dropped, neighbours of one kind merged
+/// unless both are large tensors.
+fn merge(parts: Vec<(u64, Kind)>) -> Vec<Segment> {
     let mut out: Vec<Segment> = Vec::new();
     for (len, kind) in parts {
         if len == 0 {
@@ -67,31 +74,65 @@ fn safetensors(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
         return None;
     }
     let (header_len, meta) = safetensors::SafeTensors::read_metadata(data).ok()?;
-    let base = 8 + header_len as u64;
+    let mut parts = tensor_parts(&meta, 8 + header_len as u64, Some(data.len() as u64))?;
+    let at: u64 = parts.iter().map(|p| p.0).sum();
+    parts.push((data.len() as u64 - at, Kind::General));
+    Some(parts)
+}
+
+/// Header segment and tensor segments (in file order) of safetensors metadata whose data
+/// starts at `base`; `None` if tensors overlap or run past `total`.
+fn tensor_parts(
+    meta: &safetensors::tensor::Metadata,
+    base: u64,
+    total: Option<u64>,
+) -> Option<Vec<(u64, Kind)>> {
     let mut tensors: Vec<_> = meta.tensors().into_values().collect();
     tensors.sort_by_key(|t| t.data_offsets);
     let mut parts = vec![(base, Kind::General)];
     let mut at = base;
     for t in tensors {
-        let (s, e) = (
-            base + t.data_offsets.0 as u64,
-            base + t.data_offsets.1 as u64,
-        );
-        if s < at || e > data.len() as u64 {
+        let s = base.checked_add(t.data_offsets.0 as u64)?;
+        let e = base.checked_add(t.data_offsets.1 as u64)?;
+        if s < at || e < s || total.is_some_and(|n| e > n) {
             return None;
         }
         parts.push((s - at, Kind::General));
-        let kind = float_kind(t.dtype);
         // Only whole elements go to the tensor codec.
-        let kind = match kind {
+        let kind = match float_kind(t.dtype) {
             Kind::Tensor(d) if (e - s) % d.width() as u64 != 0 => Kind::General,
             k => k,
         };
         parts.push((e - s, kind));
         at = e;
     }
-    parts.push((data.len() as u64 - at, Kind::General));
     Some(parts)
+}
+
+/// Largest safetensors header read from a stream to find its structure.
+const MAX_STREAM_HEADER: u64 = 16 << 20;
+
+/// Reads the start of a stream and, if it is a safetensors file, returns its segments (the
+/// stream's length being unknown, the last tensor's end is where they stop). Returns the
+/// bytes read, which the caller must still code, in front of the rest of the stream.
+pub fn sniff_stream(input: &mut impl Read) -> std::io::Result<(Vec<u8>, Option<Vec<Segment>>)> {
+    let mut head = Vec::new();
+    input.by_ref().take(8).read_to_end(&mut head)?;
+    if head.len() < 8 {
+        return Ok((head, None));
+    }
+    let n = u64::from_le_bytes(head[..8].try_into().unwrap_or([0; 8]));
+    if !(2..=MAX_STREAM_HEADER).contains(&n) {
+        return Ok((head, None));
+    }
+    input.by_ref().take(n).read_to_end(&mut head)?;
+    if head.len() as u64 != 8 + n || head[8] != b'{' {
+        return Ok((head, None));
+    }
+    let parts = serde_json::from_slice::<safetensors::tensor::Metadata>(&head[8..])
+        .ok()
+        .and_then(|meta| tensor_parts(&meta, 8 + n, None));
+    Ok((head, parts.map(merge)))
 }
 
 /// Segments of a .npy file holding little-endian floats, or `None`.

@@ -5,7 +5,7 @@ mod detect;
 pub mod ibp;
 mod planes;
 
-pub use detect::{layout, Kind, Segment};
+pub use detect::{layout, sniff_stream, Kind, Segment};
 pub use planes::{decode, encode};
 
 use crate::error::{Error, Result};
