@@ -495,6 +495,35 @@ mod tests {
     }
 
     #[test]
+    fn random_damage_never_panics() {
+        let mut x = 77u64;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for dtype in [DType::F16, DType::F32, DType::F64] {
+            let data = to_bytes(dtype, &weights(6000, 4));
+            let packed = encode(&data, dtype);
+            for _ in 0..400 {
+                let mut bad = packed.clone();
+                for _ in 0..1 + rnd() % 4 {
+                    let i = rnd() as usize % bad.len();
+                    bad[i] ^= 1 << (rnd() % 8);
+                }
+                if rnd() % 4 == 0 {
+                    bad.truncate(rnd() as usize % bad.len());
+                }
+                // Either an error or some bytes of the right length; never a panic.
+                if let Ok(d) = decode(&bad, data.len()) {
+                    assert_eq!(d.len(), data.len());
+                }
+            }
+        }
+    }
+
+    #[test]
     fn damaged_payloads_are_errors() {
         let data = to_bytes(DType::F32, &weights(10_000, 2));
         let packed = encode(&data, DType::F32);
