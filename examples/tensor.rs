@@ -16,10 +16,14 @@ fn main() {
             match seg.kind {
                 Kind::General => packed += part.len(),
                 Kind::Tensor(d) => {
-                    // Best of three runs of each, to see through a noisy machine.
+                    // Best of SEP_REPS (default 3) runs of each, to see through a noisy machine.
                     let (mut te, mut td) = (f64::MAX, f64::MAX);
                     let (mut p, mut back) = (Vec::new(), Vec::new());
-                    for _ in 0..3 {
+                    let reps: usize = std::env::var("SEP_REPS")
+                        .ok()
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or(3);
+                    for _ in 0..reps {
                         let t = Instant::now();
                         p = encode(part, d);
                         te = te.min(t.elapsed().as_secs_f64());
