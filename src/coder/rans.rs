@@ -97,18 +97,22 @@ impl Encoder {
     /// Writes the stream: symbols are coded last to first so that decoding runs forwards.
     pub fn finish(self, out: &mut Vec<u8>) {
         let mut states = [LOW; WAYS];
-        let mut words: Vec<u16> = Vec::with_capacity(self.syms.len() / 2 + 2 * WAYS);
+        // At most one word per symbol; renormalisation is written without a branch (it is
+        // taken at random, about one symbol in five).
+        let mut words = vec![0u16; self.syms.len() + 2 * WAYS];
+        let mut n = 0;
         for &s in self.syms.iter().rev() {
             let start = (s & 0xffff) as u32;
             let freq = ((s >> 16) & 0xff_ffff) as u32;
             let bits = ((s >> 40) & 0xff) as u32;
             let x = &mut states[(s >> 48) as usize];
-            if *x as u64 >= (freq as u64) << (32 - bits) {
-                words.push(*x as u16);
-                *x >>= 16;
-            }
-            *x = ((*x / freq) << bits) + (*x % freq) + start;
+            let spill = *x as u64 >= (freq as u64) << (32 - bits);
+            words[n] = *x as u16;
+            n += spill as usize;
+            let y = if spill { *x >> 16 } else { *x };
+            *x = ((y / freq) << bits) + (y % freq) + start;
         }
+        words.truncate(n);
         for x in states.iter().rev() {
             words.push(*x as u16);
             words.push((*x >> 16) as u16);
@@ -120,25 +124,27 @@ impl Encoder {
     }
 }
 
-/// Reader of a stream's 16-bit words; reading past the end yields zeros and is remembered.
+/// Reader of a stream's 16-bit words; reading past the end yields zeros (and leaves the
+/// position past the end, which `Decoder::finish` reports).
 pub struct Words<'a> {
     words: &'a [u8],
     pos: usize,
-    overrun: bool,
 }
 
 impl Words<'_> {
     #[inline(always)]
     fn next(&mut self) -> u32 {
+        let w = self.peek();
+        self.pos += 2;
+        w
+    }
+
+    /// The next word, or 0 past the end (`finish` then finds the position past the end).
+    #[inline(always)]
+    fn peek(&self) -> u32 {
         match self.words.get(self.pos..self.pos + 2) {
-            Some(w) => {
-                self.pos += 2;
-                u16::from_le_bytes([w[0], w[1]]) as u32
-            }
-            None => {
-                self.overrun = true;
-                0
-            }
+            Some(w) => u16::from_le_bytes([w[0], w[1]]) as u32,
+            None => 0,
         }
     }
 }
@@ -147,11 +153,12 @@ impl Words<'_> {
 /// `offset` = slot - start (the slot is `x`'s low `bits` bits).
 #[inline(always)]
 pub fn step(x: &mut u32, bits: u32, freq: u32, offset: u32, w: &mut Words) {
-    let mut y = freq * (*x >> bits) + offset;
-    if y < LOW {
-        y = y << 16 | w.next();
-    }
-    *x = y;
+    let y = freq * (*x >> bits) + offset;
+    // Without a branch: renormalisation is taken at random, about one symbol in five.
+    let refill = y < LOW;
+    let next = w.peek();
+    *x = if refill { y << 16 | next } else { y };
+    w.pos += 2 * refill as usize;
 }
 
 /// Decoder over the words an `Encoder` wrote.
@@ -168,11 +175,7 @@ impl<'a> Decoder<'a> {
         }
         let mut d = Decoder {
             states: [0; WAYS],
-            words: Words {
-                words,
-                pos: 0,
-                overrun: false,
-            },
+            words: Words { words, pos: 0 },
         };
         for i in 0..WAYS {
             let hi = d.words.next();
@@ -207,7 +210,7 @@ impl<'a> Decoder<'a> {
     /// Checks that the stream was consumed exactly and the states returned to their start.
     pub fn finish(&self) -> Result<()> {
         let w = &self.words;
-        if w.overrun || w.pos != w.words.len() || self.states.iter().any(|&x| x != LOW) {
+        if w.pos != w.words.len() || self.states.iter().any(|&x| x != LOW) {
             return Err(Error::Corrupt(
                 "entropy-coded stream does not decode".into(),
             ));
