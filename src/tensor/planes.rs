@@ -194,24 +194,21 @@ fn sym(packed: u32, bits: u32) -> Sym {
 }
 
 impl Model {
-    /// Counts a finished batch and refits the tables.
-    fn learn(&mut self, es: &[u8], ms: &[u8]) {
-        // Two histograms of (E, M) pairs, so repeated pairs do not wait on each other.
-        let mut hist = [[0u32; 2048]; 2];
-        for (i, (&e, &m)) in es.iter().zip(ms).enumerate() {
-            hist[i & 1][(e as usize) << 3 | m as usize] += 1;
-        }
+    /// Counts one value of the current batch (tables change only at `end_batch`).
+    #[inline(always)]
+    fn count(&mut self, e: u8, m: u8) {
+        self.m_counts[e as usize][m as usize] += 1;
+    }
+
+    /// Ends a batch: brings the exponent counts up to date and refits the tables.
+    fn end_batch(&mut self) {
         for e in 0..256 {
-            let mut any = 0;
-            for m in 0..8 {
-                let c = hist[0][e << 3 | m] + hist[1][e << 3 | m];
-                self.m_counts[e][m] += c;
-                any += c;
-            }
-            if any > 0 {
-                self.e_counts[e] += any;
-                self.e_total += any;
-                self.m_total[e] += any;
+            let sum: u32 = self.m_counts[e].iter().sum();
+            let new = sum - self.m_total[e];
+            if new > 0 {
+                self.e_counts[e] += new;
+                self.e_total += new;
+                self.m_total[e] = sum;
                 if !self.is_dirty[e] {
                     self.is_dirty[e] = true;
                     self.dirty.push(e as u8);
@@ -232,12 +229,9 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], out: &mut Vec<u8>) {
     let mut model = Model::new();
     let mut enc = rans::Encoder::with_capacity(2 * n + 64);
     let mut residual = Vec::with_capacity(n);
-    let (mut es, mut ms) = (Vec::with_capacity(MAX_BATCH), Vec::with_capacity(MAX_BATCH));
     let (mut i, mut k) = (0usize, 0u32);
     while i < n {
         let end = (i + batch_len(k)).min(n);
-        es.clear();
-        ms.clear();
         for (j, v) in data[i * W..end * W].chunks_exact(W).enumerate() {
             // Value j's exponent (and escape) go to state 2 (j & 1), its mantissa top to the next.
             let way = 2 * (j & 1);
@@ -265,11 +259,10 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], out: &mut Vec<u8>) {
                 enc.put(raw, way);
             }
             enc.put(sym(model.m_enc[e as usize][m as usize], M_BITS), way + 1);
-            es.push(e);
-            ms.push(m);
+            model.count(e, m);
             residual.push(r);
         }
-        model.learn(&es, &ms);
+        model.end_batch();
         i = end;
         k += 1;
     }
@@ -317,7 +310,6 @@ fn decode_w<const W: usize, const EB: u32>(body: &[u8], n: usize, out: &mut Vec<
     let mut model = Model::new();
     let (states, mut words) = rans::Decoder::new(stream)?.split();
     let [mut x0, mut x1, mut x2, mut x3] = states;
-    let (mut es, mut ms) = (vec![0u8; MAX_BATCH], vec![0u8; MAX_BATCH]);
     let start = out.len();
     out.resize(start + n * W, 0);
     let (mut i, mut k) = (0usize, 0u32);
@@ -327,27 +319,26 @@ fn decode_w<const W: usize, const EB: u32>(body: &[u8], n: usize, out: &mut Vec<
             residuals.group(&mut group[..len])?;
         }
         let end = (i + batch_len(k)).min(n);
-        let b = end - i;
+        let g0 = i % ibp::GROUP;
+        let res = &group[g0..g0 + (end - i)];
+        let slots = &mut out[start + i * W..start + end * W];
         // Pairs of values: even ones on states 0/1, odd ones on 2/3.
-        for j in (0..b & !1).step_by(2) {
+        let mut pairs = slots.chunks_exact_mut(2 * W);
+        for (pair, r) in (&mut pairs).zip(res.chunks_exact(2)) {
             let (e0, m0) = decode_one(&mut x0, &mut x1, &mut words, &model);
             let (e1, m1) = decode_one(&mut x2, &mut x3, &mut words, &model);
-            es[j] = e0;
-            ms[j] = m0;
-            es[j + 1] = e1;
-            ms[j + 1] = m1;
+            model.count(e0, m0);
+            model.count(e1, m1);
+            pair[..W].copy_from_slice(&f.join(e0, m0, r[0]).to_le_bytes()[..W]);
+            pair[W..].copy_from_slice(&f.join(e1, m1, r[1]).to_le_bytes()[..W]);
         }
-        if b % 2 == 1 {
+        let last = pairs.into_remainder();
+        if !last.is_empty() {
             let (e, m) = decode_one(&mut x0, &mut x1, &mut words, &model);
-            es[b - 1] = e;
-            ms[b - 1] = m;
+            model.count(e, m);
+            last.copy_from_slice(&f.join(e, m, res[res.len() - 1]).to_le_bytes()[..W]);
         }
-        let g0 = i % ibp::GROUP;
-        let slots = out[start + i * W..start + end * W].chunks_exact_mut(W);
-        for (((slot, &e), &m), &r) in slots.zip(&es[..b]).zip(&ms[..b]).zip(&group[g0..g0 + b]) {
-            slot.copy_from_slice(&f.join(e, m, r).to_le_bytes()[..W]);
-        }
-        model.learn(&es[..b], &ms[..b]);
+        model.end_batch();
         i = end;
         k += 1;
     }
