@@ -125,3 +125,42 @@ pub fn round_trip(data: &[u8], args: &[&str]) -> Vec<u8> {
     );
     std::fs::read(dir.path().join("f.sep")).expect("archive")
 }
+
+/// Runs `sep args...` in `dir` under each (threads, kernels) setting, asserts every run gives
+/// the same archive on stdout, and returns it.
+pub fn compress_identically(dir: &Path, args: &[&str], runs: &[(&str, &str)]) -> Vec<u8> {
+    let mut archives: Vec<Vec<u8>> = Vec::new();
+    for &(threads, kernels) in runs {
+        let r = sep_env(
+            dir,
+            args,
+            b"",
+            &[("SEP_THREADS", threads), ("SEP_KERNELS", kernels)],
+        );
+        ok(&r);
+        assert!(
+            archives.iter().all(|a| *a == r.stdout),
+            "{args:?}: archives differ with {threads} threads / {kernels}"
+        );
+        archives.push(r.stdout);
+    }
+    archives.swap_remove(0)
+}
+
+/// Decompresses `archive` (in `dir`) to stdout under each (threads, kernels) setting and
+/// asserts every output equals `data`.
+pub fn decodes_everywhere(dir: &Path, archive: &str, data: &[u8], runs: &[(&str, &str)]) {
+    for &(threads, kernels) in runs {
+        let r = sep_env(
+            dir,
+            &["decompress", "-q", "-c", archive],
+            b"",
+            &[("SEP_THREADS", threads), ("SEP_KERNELS", kernels)],
+        );
+        ok(&r);
+        assert!(
+            r.stdout == data,
+            "{archive}: decode with {threads} threads / {kernels} differs"
+        );
+    }
+}

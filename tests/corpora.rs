@@ -45,45 +45,28 @@ fn archives_identical_across_threads_and_kernels_and_decode_anywhere() {
     let d = dir.path();
     fs::copy(corpora().join("text/paper2"), d.join("p")).unwrap();
     let data = fs::read(d.join("p")).unwrap();
-    let mut archives = Vec::new();
-    for (threads, kernels) in [
-        ("1", "auto"),
-        ("2", "auto"),
-        ("2", "scalar"),
-        ("1", "scalar"),
-    ] {
-        let r = sep_env(
-            d,
-            &["compress", "-q", "-c", "--block-size", "16K", "p"],
-            b"",
-            &[("SEP_THREADS", threads), ("SEP_KERNELS", kernels)],
-        );
-        ok(&r);
-        archives.push(r.stdout);
-    }
-    assert!(
-        archives.iter().all(|a| *a == archives[0]),
-        "archives differ"
+    let archive = compress_identically(
+        d,
+        &["compress", "-q", "-c", "--block-size", "16K", "p"],
+        &[
+            ("1", "auto"),
+            ("2", "auto"),
+            ("2", "scalar"),
+            ("1", "scalar"),
+        ],
     );
-    fs::write(d.join("p.sep"), &archives[0]).unwrap();
-    for (threads, kernels) in [
-        ("1", "scalar"),
-        ("2", "scalar"),
-        ("2", "auto"),
-        ("3", "auto"),
-    ] {
-        let r = sep_env(
-            d,
-            &["decompress", "-q", "-c", "p.sep"],
-            b"",
-            &[("SEP_THREADS", threads), ("SEP_KERNELS", kernels)],
-        );
-        ok(&r);
-        assert!(
-            r.stdout == data,
-            "decode with {threads} threads / {kernels} differs"
-        );
-    }
+    fs::write(d.join("p.sep"), &archive).unwrap();
+    decodes_everywhere(
+        d,
+        "p.sep",
+        &data,
+        &[
+            ("1", "scalar"),
+            ("2", "scalar"),
+            ("2", "auto"),
+            ("3", "auto"),
+        ],
+    );
 }
 
 /// Every file of the shared corpora; slow, run with `cargo test --release -- --ignored`.

@@ -42,44 +42,18 @@ fn detection_never_misfires_on_the_corpora() {
 /// that a block went through the tensor codec, and that every decode gives the file back.
 fn check_file(d: &std::path::Path, name: &str, extra: &[&str]) -> Vec<u8> {
     let data = fs::read(d.join(name)).unwrap();
-    let mut archives = Vec::new();
-    for (threads, kernels) in [("1", "auto"), ("2", "auto"), ("2", "scalar")] {
-        let mut args = vec!["compress", "-q", "-c", "--block-size", "1M"];
-        args.extend_from_slice(extra);
-        args.push(name);
-        let r = sep_env(
-            d,
-            &args,
-            b"",
-            &[("SEP_THREADS", threads), ("SEP_KERNELS", kernels)],
-        );
-        ok(&r);
-        archives.push(r.stdout);
-    }
-    assert!(
-        archives.iter().all(|a| *a == archives[0]),
-        "{name}: archives differ"
-    );
+    let mut args = vec!["compress", "-q", "-c", "--block-size", "1M"];
+    args.extend_from_slice(extra);
+    args.push(name);
+    let packed = compress_identically(d, &args, &[("1", "auto"), ("2", "auto"), ("2", "scalar")]);
     let archive = format!("{name}.sep");
-    fs::write(d.join(&archive), &archives[0]).unwrap();
+    fs::write(d.join(&archive), &packed).unwrap();
     let info = sep(d, &["info", &archive]);
     ok(&info);
     let info = String::from_utf8(info.stdout).unwrap();
     assert!(info.contains(" tensor "), "{name}: {info}");
-    for (threads, kernels) in [("1", "scalar"), ("3", "auto")] {
-        let r = sep_env(
-            d,
-            &["decompress", "-q", "-c", &archive],
-            b"",
-            &[("SEP_THREADS", threads), ("SEP_KERNELS", kernels)],
-        );
-        ok(&r);
-        assert!(
-            r.stdout == data,
-            "{name}: decode with {threads}/{kernels} differs"
-        );
-    }
-    archives.swap_remove(0)
+    decodes_everywhere(d, &archive, &data, &[("1", "scalar"), ("3", "auto")]);
+    packed
 }
 
 #[test]
