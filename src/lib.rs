@@ -11,6 +11,8 @@ pub mod model;
 pub mod pipeline;
 pub mod select;
 pub mod tensor;
+#[cfg(test)]
+mod testing;
 
 pub use error::{Error, Result};
 
@@ -42,7 +44,8 @@ pub struct Options {
     pub size_hint: Option<u64>,
     /// Element type of an input that is a raw float array (compression only).
     pub dtype: Option<tensor::DType>,
-    /// Structure of the input if known (compression only); see `tensor::layout`.
+    /// Structure of the input if known (compression only), e.g. `tensor::layout` of the whole
+    /// input (the command line sets it for regular files).
     pub layout: Option<Vec<tensor::Segment>>,
 }
 
@@ -104,14 +107,6 @@ pub fn compress(mut input: impl Read, mut output: impl Write, opts: &Options) ->
     let mut opts = opts.clone();
     opts.layout = layout;
     pipeline::compress(&mut head.as_slice().chain(input), &mut output, &opts)
-}
-
-/// Compresses `data`, first finding its structure (safetensors, .npy, or `opts.dtype`).
-pub fn compress_bytes(data: &[u8], mut output: impl Write, opts: &Options) -> Result<Stats> {
-    let mut opts = opts.clone();
-    opts.size_hint = Some(data.len() as u64);
-    opts.layout = Some(tensor::layout(data, opts.dtype));
-    pipeline::compress(&mut &data[..], &mut output, &opts)
 }
 
 /// Decompresses a complete archive from `input` onto `output`, verifying every checksum.

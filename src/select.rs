@@ -12,8 +12,8 @@ const SAMPLE: usize = 64 << 10;
 const PIECES: usize = 4;
 /// zstd level of the fast general codec.
 const ZSTD_LEVEL: i32 = 9;
-/// The neural model runs only if its predicted size is at least this much smaller (per mille)
-/// than the best fast codec's: it costs ~1000x their time.
+/// The neural model runs only if its predicted size is smaller than the best fast codec's by
+/// at least this fraction of the block: it costs ~1000x their time.
 const NEURAL_MIN_GAIN: f64 = 0.01;
 /// Largest tensor block the neural model is tried on (it runs at ~60 KB/s per core).
 const NEURAL_TENSOR_MAX: usize = 1 << 20;
@@ -54,26 +54,64 @@ fn zstd(data: &[u8]) -> Option<Vec<u8>> {
     zstd::bulk::compress(data, ZSTD_LEVEL).ok()
 }
 
-/// Size of `data` under zstd as a fraction, predicted from a sample.
-fn zstd_fraction(data: &[u8]) -> f64 {
-    let s = sample(data);
-    match zstd(&s) {
-        Some(z) if !s.is_empty() => z.len() as f64 / s.len() as f64,
-        _ => 1.0,
-    }
+/// Sizes of a block under the cheap estimators, as fractions of its size, from one sample.
+struct Prediction {
+    /// zstd at `ZSTD_LEVEL`.
+    zstd: f64,
+    /// Order-0 entropy.
+    order0: f64,
 }
 
-/// Whether the neural model's predicted size beats the fast codecs' by enough to pay for its
-/// time, given zstd's predicted fraction `z`.
-fn worth_neural(data: &[u8], z: f64) -> bool {
-    let fast = z.min(1.0);
-    let neural = 1.0 - (1.0 + NEURAL_EXTRA) * (1.0 - z.min(order0(&sample(data))));
-    neural < fast - NEURAL_MIN_GAIN
+impl Prediction {
+    fn of(data: &[u8]) -> Self {
+        let s = sample(data);
+        let zstd = match zstd(&s) {
+            Some(z) if !s.is_empty() => z.len() as f64 / s.len() as f64,
+            _ => 1.0,
+        };
+        Prediction {
+            zstd,
+            order0: order0(&s),
+        }
+    }
+
+    /// Whether the neural model's predicted size beats the fast codecs' by enough to pay for
+    /// its time.
+    fn worth_neural(&self) -> bool {
+        let fast = self.zstd.min(1.0);
+        let neural = 1.0 - (1.0 + NEURAL_EXTRA) * (1.0 - self.zstd.min(self.order0));
+        neural < fast - NEURAL_MIN_GAIN
+    }
 }
 
 /// Whether a general block holding `data` would be given to the neural model.
 pub fn neural_predicted(data: &[u8]) -> bool {
-    worth_neural(data, zstd_fraction(data))
+    Prediction::of(data).worth_neural()
+}
+
+/// The smallest coding of a block found so far (storing it to start with).
+struct Best<'a> {
+    data: &'a [u8],
+    codec: Codec,
+    payload: Vec<u8>,
+}
+
+impl Best<'_> {
+    /// Archived size of the current choice.
+    fn len(&self) -> usize {
+        match self.codec {
+            Codec::Stored => self.data.len(),
+            _ => self.payload.len(),
+        }
+    }
+
+    /// Keeps `payload` if it is smaller than the current choice.
+    fn consider(&mut self, codec: Codec, payload: Vec<u8>) {
+        if payload.len() < self.len() {
+            self.codec = codec;
+            self.payload = payload;
+        }
+    }
 }
 
 /// Codes `data` (a block holding `kind`) with the codec predicted to be best; returns the
@@ -85,67 +123,48 @@ pub fn code_block(
     model: &ModelConfig,
     progress: ProgressFn,
 ) -> (Codec, Vec<u8>) {
-    let mut best = (Codec::Stored, Vec::new());
-    // A codec is kept only if it beats everything so far, storing included.
-    let consider = |codec: Codec, payload: Vec<u8>, best: &mut (Codec, Vec<u8>)| {
-        let best_len = if best.0 == Codec::Stored {
-            data.len()
-        } else {
-            best.1.len()
-        };
-        if payload.len() < best_len {
-            *best = (codec, payload);
-        }
+    let mut best = Best {
+        data,
+        codec: Codec::Stored,
+        payload: Vec::new(),
     };
-    let z = zstd_fraction(data);
+    let p = Prediction::of(data);
     match kind {
         Kind::Tensor(dtype) => {
-            consider(Codec::Tensor, tensor::encode(data, dtype), &mut best);
+            best.consider(Codec::Tensor, tensor::encode(data, dtype));
             // zstd only where the sample says it could win (e.g. runs of repeated values).
-            let current = if best.0 == Codec::Stored {
-                data.len()
-            } else {
-                best.1.len()
-            };
-            if z * (data.len() as f64) < current as f64 {
-                if let Some(p) = zstd(data) {
-                    consider(Codec::Zstd, p, &mut best);
+            if p.zstd * (data.len() as f64) < best.len() as f64 {
+                if let Some(z) = zstd(data) {
+                    best.consider(Codec::Zstd, z);
                 }
                 // Structured arrays (not weights): the neural model may do better still, but
                 // only on small tensors, so that weight files keep tensor-path speed.
-                if data.len() <= NEURAL_TENSOR_MAX && worth_neural(data, z) {
-                    consider(
-                        Codec::Model,
-                        backend.encode(data, model, &|_| {}),
-                        &mut best,
-                    );
+                if data.len() <= NEURAL_TENSOR_MAX && p.worth_neural() {
+                    best.consider(Codec::Model, backend.encode(data, model, &|_| {}));
                 }
             }
             progress(data.len() as u64);
         }
         Kind::General => {
-            if worth_neural(data, z) {
-                consider(
-                    Codec::Model,
-                    backend.encode(data, model, progress),
-                    &mut best,
-                );
+            if p.worth_neural() {
+                best.consider(Codec::Model, backend.encode(data, model, progress));
             } else {
-                if z < 1.0 {
-                    if let Some(p) = zstd(data) {
-                        consider(Codec::Zstd, p, &mut best);
+                if p.zstd < 1.0 {
+                    if let Some(z) = zstd(data) {
+                        best.consider(Codec::Zstd, z);
                     }
                 }
                 progress(data.len() as u64);
             }
         }
     }
-    best
+    (best.codec, best.payload)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::xorshift;
 
     #[test]
     fn predictions_follow_the_data() {
@@ -155,18 +174,11 @@ mod tests {
             .take(200_000)
             .copied()
             .collect();
-        assert!(zstd_fraction(&text) < 0.05);
+        assert!(Prediction::of(&text).zstd < 0.05);
         assert!(order0(&text) < 0.6);
         let mut x = 1u64;
-        let noise: Vec<u8> = (0..200_000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
-        assert!(zstd_fraction(&noise) > 0.99);
+        let noise: Vec<u8> = (0..200_000).map(|_| xorshift(&mut x) as u8).collect();
+        assert!(Prediction::of(&noise).zstd > 0.99);
         assert!(order0(&noise) > 0.99);
         assert!(!neural_predicted(&noise));
         assert!(neural_predicted(&text));

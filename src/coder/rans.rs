@@ -195,18 +195,6 @@ impl<'a> Decoder<'a> {
         Decoder { states, words }
     }
 
-    /// The slot (low `bits` bits of state `way`) the next symbol of that state is read from.
-    #[inline(always)]
-    pub fn peek(&self, way: usize, bits: u32) -> u32 {
-        self.states[way] & ((1 << bits) - 1)
-    }
-
-    /// Consumes the next symbol of state `way`, given its `freq` and `offset` = slot - start.
-    #[inline(always)]
-    pub fn advance(&mut self, way: usize, bits: u32, freq: u32, offset: u32) {
-        step(&mut self.states[way], bits, freq, offset, &mut self.words);
-    }
-
     /// Checks that the stream was consumed exactly and the states returned to their start.
     pub fn finish(&self) -> Result<()> {
         let w = &self.words;
@@ -222,19 +210,18 @@ impl<'a> Decoder<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::xorshift;
 
     fn skewed(n: usize, seed: u64) -> Vec<u8> {
         let mut x = seed;
         (0..n)
             .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let r = (x >> 40) as u32 % 1000;
+                let v = xorshift(&mut x);
+                let r = (v >> 40) as u32 % 1000;
                 match r {
                     0..=599 => 7,
                     600..=899 => 8 + (r % 3) as u8,
-                    _ => (x >> 8) as u8,
+                    _ => (v >> 8) as u8,
                 }
             })
             .collect()
@@ -271,16 +258,16 @@ mod tests {
         }
         let mut out = Vec::new();
         enc.finish(&mut out);
-        let mut dec = Decoder::new(&out).unwrap();
+        let (mut st, mut w) = Decoder::new(&out).unwrap().split();
         for (i, &s) in data.iter().enumerate() {
-            let slot = dec.peek(i % 3, bits);
+            let slot = st[i % 3] & ((1 << bits) - 1);
             let got = (0..256)
                 .rfind(|&k| starts[k] <= slot && freqs[k] > 0)
                 .unwrap();
             assert_eq!(got, s as usize, "symbol {i}");
-            dec.advance(i % 3, bits, freqs[got], slot - starts[got]);
+            step(&mut st[i % 3], bits, freqs[got], slot - starts[got], &mut w);
         }
-        dec.finish().unwrap();
+        Decoder::join(st, w).finish().unwrap();
         out.len()
     }
 
@@ -327,14 +314,14 @@ mod tests {
         let mut out = Vec::new();
         enc.finish(&mut out);
         out.truncate(out.len() - 2);
-        let mut dec = Decoder::new(&out).unwrap();
+        let (mut st, mut w) = Decoder::new(&out).unwrap().split();
         for i in 0..data.len() {
-            let slot = dec.peek(i % WAYS, 12);
+            let slot = st[i % WAYS] & 0xfff;
             let k = (0..256)
                 .rfind(|&k| starts[k] <= slot && freqs[k] > 0)
                 .unwrap();
-            dec.advance(i % WAYS, 12, freqs[k], slot - starts[k]);
+            step(&mut st[i % WAYS], 12, freqs[k], slot - starts[k], &mut w);
         }
-        assert!(dec.finish().is_err());
+        assert!(Decoder::join(st, w).finish().is_err());
     }
 }

@@ -124,11 +124,6 @@ impl Plan {
         }
     }
 
-    /// Largest block the plan can produce (recorded in the header).
-    fn max_block(&self) -> u64 {
-        self.cap
-    }
-
     /// Reads the next block and its kind, or `None` at the end of the input.
     fn next_block(&mut self, input: &mut impl Read) -> Result<Option<(Vec<u8>, Kind)>> {
         loop {
@@ -238,7 +233,7 @@ pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) 
         version: crate::format::VERSION,
         flags: 0,
         engine_version: ENGINE_VERSION,
-        block_size: plan.max_block(),
+        block_size: plan.cap,
         model_config: opts.model.to_bytes(),
     };
     let mut out = Counting {

@@ -356,6 +356,7 @@ impl<'a> Unpacker<'a> {
 
     /// Decodes the next group into `out` (GROUP words, fewer for the last group).
     pub fn group(&mut self, out: &mut [u64]) -> Result<()> {
+        assert!(out.len() <= GROUP, "an IBP group holds at most GROUP words");
         let (bits, g) = (self.bits, self.g);
         if g >= self.groups {
             return Err(damaged());
@@ -385,8 +386,9 @@ impl<'a> Unpacker<'a> {
                 if mask & !width_mask(bits) != 0 {
                     return Err(damaged());
                 }
-                let every = vec![0xffu8; out.len().div_ceil(8)];
-                let part = if mode == 1 { &head[16..] } else { &every[..] };
+                // Mode 2: every word participates.
+                const EVERY: [u8; GROUP / 8] = [0xff; GROUP / 8];
+                let part = if mode == 1 { &head[16..] } else { &EVERY[..] };
                 let mut reader = BitReader::new(&rest[16 + nb..]);
                 #[cfg(target_arch = "x86_64")]
                 if self.bmi2 {
@@ -442,15 +444,13 @@ fn unpack_plain(rest: &[u8], bits: u32, out: &mut [u64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::xorshift;
 
     fn words(n: usize, bits: u32, invariant: u64, seed: u64) -> Vec<u64> {
         let mut x = seed;
         (0..n)
             .map(|i| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let w = x & width_mask(bits);
+                let w = xorshift(&mut x) & width_mask(bits);
                 // One word in 16 breaks the invariant bits.
                 if i % 16 == 5 {
                     w

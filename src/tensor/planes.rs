@@ -88,9 +88,6 @@ struct Model {
     m_enc: Vec<[u32; 8]>,
     /// Per exponent, per slot: symbol | freq << 3 | (slot - start) << 12.
     m_dec: Vec<u32>,
-    /// Exponents whose mantissa-top counts changed since the last refit.
-    dirty: Vec<u8>,
-    is_dirty: [bool; 256],
 }
 
 impl Model {
@@ -105,8 +102,6 @@ impl Model {
             m_total: vec![0; 256],
             m_enc: vec![[0; 8]; 256],
             m_dec: vec![0; 256 << M_BITS],
-            dirty: Vec::new(),
-            is_dirty: [false; 256],
         };
         m.refit_e();
         for e in 0..256 {
@@ -164,13 +159,26 @@ impl Model {
         }
     }
 
-    /// Refits every table after a batch.
-    fn refit(&mut self) {
-        self.refit_e();
-        while let Some(e) = self.dirty.pop() {
-            self.is_dirty[e as usize] = false;
-            self.refit_m(e as usize);
+    /// Counts one value of the current batch (tables change only at `end_batch`).
+    #[inline(always)]
+    fn count(&mut self, e: u8, m: u8) {
+        self.m_counts[e as usize][m as usize] += 1;
+    }
+
+    /// Ends a batch: refits the mantissa-top tables of the exponents it counted, brings the
+    /// exponent counts up to date and refits the exponent table.
+    fn end_batch(&mut self) {
+        for e in 0..256 {
+            let sum: u32 = self.m_counts[e].iter().sum();
+            let new = sum - self.m_total[e];
+            if new > 0 {
+                self.e_counts[e] += new;
+                self.e_total += new;
+                self.m_total[e] = sum;
+                self.refit_m(e);
+            }
         }
+        self.refit_e();
     }
 }
 
@@ -190,32 +198,6 @@ fn sym(packed: u32, bits: u32) -> Sym {
         start: packed & 0xffff,
         freq: packed >> 16,
         bits,
-    }
-}
-
-impl Model {
-    /// Counts one value of the current batch (tables change only at `end_batch`).
-    #[inline(always)]
-    fn count(&mut self, e: u8, m: u8) {
-        self.m_counts[e as usize][m as usize] += 1;
-    }
-
-    /// Ends a batch: brings the exponent counts up to date and refits the tables.
-    fn end_batch(&mut self) {
-        for e in 0..256 {
-            let sum: u32 = self.m_counts[e].iter().sum();
-            let new = sum - self.m_total[e];
-            if new > 0 {
-                self.e_counts[e] += new;
-                self.e_total += new;
-                self.m_total[e] = sum;
-                if !self.is_dirty[e] {
-                    self.is_dirty[e] = true;
-                    self.dirty.push(e as u8);
-                }
-            }
-        }
-        self.refit();
     }
 }
 
@@ -405,16 +387,12 @@ pub fn decode(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::xorshift;
 
     /// Deterministic float-like data: gaussian-ish magnitudes via a sum of uniforms.
     fn weights(n: usize, seed: u64) -> Vec<f32> {
         let mut x = seed;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut next = move || (xorshift(&mut x) >> 11) as f64 / (1u64 << 53) as f64;
         (0..n)
             .map(|_| ((next() + next() + next() - 1.5) * 0.05) as f32)
             .collect()
@@ -488,12 +466,7 @@ mod tests {
     #[test]
     fn random_damage_never_panics() {
         let mut x = 77u64;
-        let mut rnd = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rnd = move || xorshift(&mut x);
         for dtype in [DType::F16, DType::F32, DType::F64] {
             let data = to_bytes(dtype, &weights(6000, 4));
             let packed = encode(&data, dtype);
