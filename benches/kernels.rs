@@ -217,7 +217,7 @@ fn sample_weights() -> Vec<u8> {
 
 /// The tensor path on one core: whole codec (planes + rANS + IBP) and IBP alone.
 fn tensor(c: &mut Criterion) {
-    use sep::tensor::{decode, encode, ibp, DType};
+    use sep::tensor::{decode, encode, ibp, DType, Order};
     let data = sample_weights();
     let mut g = c.benchmark_group("tensor");
     g.throughput(Throughput::Bytes(data.len() as u64));
@@ -226,7 +226,7 @@ fn tensor(c: &mut Criterion) {
     });
     let packed = encode(&data, DType::F32);
     g.bench_function(BenchmarkId::new("f32 decode", data.len()), |b| {
-        b.iter(|| black_box(decode(&packed, data.len()).expect("valid")))
+        b.iter(|| black_box(decode(&packed, data.len(), Order::Lanes).expect("valid")))
     });
     // IBP on widened-bf16 words (low 16 bits zero): the case it exists for.
     let words: Vec<u64> = data

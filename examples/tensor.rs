@@ -2,7 +2,7 @@
 //! segments of each file given (other segments counted at their raw size).
 //! Usage: cargo run --release --example tensor -- FILE...
 
-use sep::tensor::{decode, encode, layout, Kind};
+use sep::tensor::{decode, encode, layout, Kind, Order};
 use std::time::Instant;
 
 fn main() {
@@ -28,7 +28,7 @@ fn main() {
                         p = encode(part, d);
                         te = te.min(t.elapsed().as_secs_f64());
                         let t = Instant::now();
-                        back = decode(&p, part.len()).expect("decode");
+                        back = decode(&p, part.len(), Order::Lanes).expect("decode");
                         td = td.min(t.elapsed().as_secs_f64());
                     }
                     t_enc += te;

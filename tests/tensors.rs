@@ -85,7 +85,7 @@ fn npy_and_raw_arrays_round_trip() {
     let at = 8 + n + 709_632;
     let floats = &src[at..at + 4 * 60_000];
     let mut header = "{'descr': '<f4', 'fortran_order': False, 'shape': (60000,), }".to_string();
-    while (10 + header.len() + 1) % 64 != 0 {
+    while !(10 + header.len() + 1).is_multiple_of(64) {
         header.push(' ');
     }
     header.push('\n');
@@ -175,4 +175,14 @@ fn safetensors_from_stdin_take_the_tensor_path() {
     let back = sep_env(d, &["decompress", "-q", "-c"], &r.stdout, &[]);
     ok(&back);
     assert!(back.stdout == odd);
+}
+
+#[test]
+fn version_2_tensor_archives_still_decode() {
+    // Written by the format-version-2 build (4-state symbol order) from the raw f32 file beside it.
+    let data_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let original = fs::read(data_dir.join("v2-tensor.f32")).unwrap();
+    let archive = data_dir.join("v2-tensor.f32.sep");
+    let runs = [("1", "auto"), ("2", "scalar")];
+    decodes_everywhere(&data_dir, archive.to_str().unwrap(), &original, &runs);
 }

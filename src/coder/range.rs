@@ -128,7 +128,7 @@ pub struct LaneDecoder {
 impl LaneDecoder {
     /// Starts decoding `bytes` as produced by [`LaneEncoder::finish`].
     pub fn new(bytes: &[u8]) -> Result<Self> {
-        if bytes.len() % 4 != 0 {
+        if !bytes.len().is_multiple_of(4) {
             return Err(Error::Corrupt(
                 "coded lane length is not a multiple of 4".into(),
             ));

@@ -7,9 +7,9 @@ use crate::error::{Error, Result};
 
 /// Lower bound of a coder state (states live in [LOW, LOW << 16)).
 const LOW: u32 = 1 << 16;
-/// Independent coder states; the caller says which one codes each symbol (the decoder must
-/// use the same), so that consecutive symbols can decode in parallel.
-pub const WAYS: usize = 4;
+/// Independent coder states the encoder keeps; the caller says which one codes each symbol
+/// (the decoder must use the same), so that consecutive symbols can decode in parallel.
+pub const WAYS: usize = 32;
 
 /// One coded symbol: its slot range and the precision of its table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,8 +127,10 @@ impl Encoder {
 /// Reader of a stream's 16-bit words; reading past the end yields zeros (and leaves the
 /// position past the end, which `Decoder::finish` reports).
 pub struct Words<'a> {
-    words: &'a [u8],
-    pos: usize,
+    /// The whole stream.
+    pub(crate) words: &'a [u8],
+    /// Byte position of the next word.
+    pub(crate) pos: usize,
 }
 
 impl Words<'_> {
@@ -168,16 +170,19 @@ pub struct Decoder<'a> {
 }
 
 impl<'a> Decoder<'a> {
-    /// Starts decoding `words`.
-    pub fn new(words: &'a [u8]) -> Result<Self> {
-        if words.len() < 4 * WAYS || words.len() % 2 != 0 {
+    /// Starts decoding `words`, written with the first `ways` states (`WAYS` for every stream
+    /// this build writes; 4 in format version 2).
+    pub fn new(words: &'a [u8], ways: usize) -> Result<Self> {
+        let ways = ways.min(WAYS);
+        if words.len() < 4 * ways || !words.len().is_multiple_of(2) {
             return Err(Error::Corrupt("entropy-coded stream too short".into()));
         }
+        // States the stream does not use stay at their final value.
         let mut d = Decoder {
-            states: [0; WAYS],
+            states: [LOW; WAYS],
             words: Words { words, pos: 0 },
         };
-        for i in 0..WAYS {
+        for i in 0..ways {
             let hi = d.words.next();
             let lo = d.words.next();
             d.states[i] = hi << 16 | lo;
@@ -258,7 +263,7 @@ mod tests {
         }
         let mut out = Vec::new();
         enc.finish(&mut out);
-        let (mut st, mut w) = Decoder::new(&out).unwrap().split();
+        let (mut st, mut w) = Decoder::new(&out, WAYS).unwrap().split();
         for (i, &s) in data.iter().enumerate() {
             let slot = st[i % 3] & ((1 << bits) - 1);
             let got = (0..256)
@@ -314,7 +319,7 @@ mod tests {
         let mut out = Vec::new();
         enc.finish(&mut out);
         out.truncate(out.len() - 2);
-        let (mut st, mut w) = Decoder::new(&out).unwrap().split();
+        let (mut st, mut w) = Decoder::new(&out, WAYS).unwrap().split();
         for i in 0..data.len() {
             let slot = st[i % WAYS] & 0xfff;
             let k = (0..256)

@@ -313,6 +313,11 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
         });
     }
     let model = ModelConfig::from_bytes(&header.model_config)?;
+    let order = if header.version <= 2 {
+        crate::tensor::Order::Pairs
+    } else {
+        crate::tensor::Order::Lanes
+    };
     let progress: ProgressFn = match &opts.progress {
         Some(p) => p.as_ref(),
         None => &noop,
@@ -360,7 +365,7 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
                 }
                 Codec::Model => backend.decode(&payload, rec.raw_len as usize, &model, progress)?,
                 Codec::Tensor => {
-                    let data = crate::tensor::decode(&payload, rec.raw_len as usize)?;
+                    let data = crate::tensor::decode(&payload, rec.raw_len as usize, order)?;
                     progress(rec.raw_len);
                     data
                 }

@@ -285,7 +285,7 @@ mod tests {
         let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 5), }";
         let mut f = b"\x93NUMPY\x01\x00".to_vec();
         let mut h = header.to_string();
-        while (10 + h.len() + 1) % 64 != 0 {
+        while !(10 + h.len() + 1).is_multiple_of(64) {
             h.push(' ');
         }
         h.push('\n');

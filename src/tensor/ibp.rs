@@ -432,7 +432,7 @@ fn unpack_plain(rest: &[u8], bits: u32, out: &mut [u64]) {
     if i < out.len() {
         let at = i * bits as usize;
         let mut reader = BitReader::new(&rest[at / 8..]);
-        if at % 8 != 0 {
+        if !at.is_multiple_of(8) {
             reader.get((at % 8) as u32);
         }
         for o in out[i..].iter_mut() {

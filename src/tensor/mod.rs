@@ -3,10 +3,11 @@
 
 mod detect;
 pub mod ibp;
+mod lanes;
 mod planes;
 
 pub use detect::{layout, sniff_stream, Kind, Segment};
-pub use planes::{decode, encode};
+pub use planes::{decode, encode, Order};
 
 use crate::error::{Error, Result};
 

@@ -10,20 +10,20 @@
 //! Payload: dtype tag, value count (`u32`), tail length + tail bytes (a partial last value),
 //! rANS stream length (`u32`) + stream, then the IBP section of the residuals.
 
-use super::{ibp, DType};
+use super::{ibp, lanes, DType};
 use crate::coder::rans::{self, fit, Sym};
 use crate::error::{Error, Result};
 
 /// Precision of the exponent table.
-const E_BITS: u32 = 12;
+pub(super) const E_BITS: u32 = 12;
 /// Precision of the mantissa-top tables.
-const M_BITS: u32 = 8;
+pub(super) const M_BITS: u32 = 8;
 /// Slots of the exponent table kept for the escape.
 const ESCAPE: u32 = 1;
-/// Escape marker in the exponent decode table.
-const ESC_SYM: u64 = 256;
 /// Largest batch between two refits.
 const MAX_BATCH: usize = 4096;
+/// Values decoded side by side, one coder state each.
+const LANES: usize = rans::WAYS;
 /// Exponent counts are halved when they reach this total; mantissa-top counts per exponent
 /// at `M_HALVE`.
 const E_HALVE: u32 = 1 << 13;
@@ -62,32 +62,33 @@ impl Fields {
         (e as u8, m, r)
     }
 
-    /// Joins (E, M, residual) back into a value.
+    /// Joins `E << 3 | M` and the residual back into a value.
     #[inline(always)]
-    fn join(self, e: u8, m: u8, r: u64) -> u64 {
+    fn join(self, em: u16, r: u64) -> u64 {
         let low = self.low();
-        (r >> low) << (self.bits - 1)
-            | (e as u64) << (low + 3)
-            | (m as u64) << low
-            | (r & ((1u64 << low) - 1))
+        (r >> low) << (self.bits - 1) | (em as u64) << low | (r & ((1u64 << low) - 1))
     }
 }
 
 /// Counts and tables of one block, refitted between batches identically on both sides.
-struct Model {
+pub(super) struct Model {
     e_counts: [u32; 256],
     e_total: u32,
     /// Exponent slot ranges (`start | freq << 16`, freq 0 = not in the table yet).
     e_enc: [u32; 256],
-    escape_start: u32,
-    /// Per slot: symbol (256 = escape) | freq << 16 | (slot - start) << 32.
-    e_dec: Vec<u64>,
+    /// First slot of the escape (the escape holds every slot from here on).
+    pub(super) escape_start: u32,
+    /// Per slot: symbol | (freq - 1) << 8 | (slot - start) << 20.
+    pub(super) e_dec: Vec<u32>,
+    /// Per exponent and mantissa-top symbol: count in the current and earlier batches.
     m_counts: Vec<[u32; 8]>,
     m_total: Vec<u32>,
     /// Per exponent and mantissa-top symbol: `start | freq << 16`.
     m_enc: Vec<[u32; 8]>,
     /// Per exponent, per slot: symbol | freq << 3 | (slot - start) << 12.
-    m_dec: Vec<u32>,
+    pub(super) m_dec: Vec<u32>,
+    /// Four partial histograms of `e << 3 | m` for `count_batch`, zero between batches.
+    partial: Vec<u32>,
 }
 
 impl Model {
@@ -102,6 +103,7 @@ impl Model {
             m_total: vec![0; 256],
             m_enc: vec![[0; 8]; 256],
             m_dec: vec![0; 256 << M_BITS],
+            partial: vec![0; 4 << 11],
         };
         m.refit_e();
         for e in 0..256 {
@@ -124,7 +126,7 @@ impl Model {
         for (s, &f) in freqs.iter().enumerate() {
             self.e_enc[s] = start | f << 16;
             for k in 0..f {
-                self.e_dec[slot] = s as u64 | (f as u64) << 16 | (k as u64) << 32;
+                self.e_dec[slot] = s as u32 | (f - 1) << 8 | k << 20;
                 slot += 1;
             }
             start += f;
@@ -132,7 +134,7 @@ impl Model {
         let esc = if fitted { ESCAPE } else { 1 << E_BITS };
         self.escape_start = start;
         for k in 0..esc {
-            self.e_dec[slot] = ESC_SYM | (esc as u64) << 16 | (k as u64) << 32;
+            self.e_dec[slot] = (esc - 1) << 8 | k << 20;
             slot += 1;
         }
     }
@@ -163,6 +165,36 @@ impl Model {
     #[inline(always)]
     fn count(&mut self, e: u8, m: u8) {
         self.m_counts[e as usize][m as usize] += 1;
+    }
+
+    /// Counts a batch of values given as `e << 3 | m`: four partial histograms, so that
+    /// repeats of a symbol do not wait on each other, merged at the end.
+    fn count_batch(&mut self, em: &[u16]) {
+        let counts = self.m_counts.as_flattened_mut();
+        if em.len() < 512 {
+            for &v in em {
+                counts[v as usize & 0x7ff] += 1;
+            }
+            return;
+        }
+        let h = &mut self.partial;
+        let quads = em.chunks_exact(4);
+        for &v in quads.remainder() {
+            counts[v as usize & 0x7ff] += 1;
+        }
+        for q in quads {
+            h[q[0] as usize & 0x7ff] += 1;
+            h[0x800 | q[1] as usize & 0x7ff] += 1;
+            h[0x1000 | q[2] as usize & 0x7ff] += 1;
+            h[0x1800 | q[3] as usize & 0x7ff] += 1;
+        }
+        let (h01, h23) = h.split_at_mut(0x1000);
+        let (h0, h1) = h01.split_at_mut(0x800);
+        let (h2, h3) = h23.split_at_mut(0x800);
+        for (i, c) in counts.iter_mut().enumerate() {
+            *c += h0[i] + h1[i] + h2[i] + h3[i];
+        }
+        h.fill(0);
     }
 
     /// Ends a batch: refits the mantissa-top tables of the exponents it counted, brings the
@@ -214,35 +246,44 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], out: &mut Vec<u8>) {
     let (mut i, mut k) = (0usize, 0u32);
     while i < n {
         let end = (i + batch_len(k)).min(n);
-        for (j, v) in data[i * W..end * W].chunks_exact(W).enumerate() {
-            // Value j's exponent (and escape) go to state 2 (j & 1), its mantissa top to the next.
-            let way = 2 * (j & 1);
-            let (e, m, r) = f.split(read::<W>(v));
-            let ee = model.e_enc[e as usize];
-            if ee >> 16 != 0 {
-                enc.put(sym(ee, E_BITS), way);
-            } else {
-                let freq = if model.escape_start == 0 {
-                    1 << E_BITS
+        // Groups of LANES values, value l of a group on state l: every exponent of the group,
+        // then the raw bits of its escaped exponents, then every mantissa top.
+        for group in data[i * W..end * W].chunks(LANES * W) {
+            let mut em = [(0u8, 0u8); LANES];
+            let mut escaped = 0u32;
+            for (l, v) in group.chunks_exact(W).enumerate() {
+                let (e, m, r) = f.split(read::<W>(v));
+                em[l] = (e, m);
+                residual.push(r);
+                model.count(e, m);
+                let ee = model.e_enc[e as usize];
+                if ee >> 16 != 0 {
+                    enc.put(sym(ee, E_BITS), l);
                 } else {
-                    ESCAPE
-                };
-                let escape = Sym {
-                    start: model.escape_start,
-                    freq,
-                    bits: E_BITS,
-                };
-                enc.put(escape, way);
-                let raw = Sym {
-                    start: e as u32,
-                    freq: 1,
-                    bits: 8,
-                };
-                enc.put(raw, way);
+                    let freq = (1 << E_BITS) - model.escape_start;
+                    let escape = Sym {
+                        start: model.escape_start,
+                        freq,
+                        bits: E_BITS,
+                    };
+                    enc.put(escape, l);
+                    escaped |= 1 << l;
+                }
             }
-            enc.put(sym(model.m_enc[e as usize][m as usize], M_BITS), way + 1);
-            model.count(e, m);
-            residual.push(r);
+            let lanes = group.len() / W;
+            for (l, &(e, _)) in em[..lanes].iter().enumerate() {
+                if escaped >> l & 1 != 0 {
+                    let raw = Sym {
+                        start: e as u32,
+                        freq: 1,
+                        bits: 8,
+                    };
+                    enc.put(raw, l);
+                }
+            }
+            for (l, &(e, m)) in em[..lanes].iter().enumerate() {
+                enc.put(sym(model.m_enc[e as usize][m as usize], M_BITS), l);
+            }
         }
         model.end_batch();
         i = end;
@@ -256,24 +297,23 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], out: &mut Vec<u8>) {
     ibp::pack(&residual, f.rbits(), out);
 }
 
-/// Decodes one value's (E, M): E (and an escaped E) from state `xe`, M from `xm`.
-#[inline(always)]
-fn decode_one(xe: &mut u32, xm: &mut u32, w: &mut rans::Words, model: &Model) -> (u8, u8) {
-    let d = model.e_dec[(*xe & ((1 << E_BITS) - 1)) as usize];
-    rans::step(xe, E_BITS, (d >> 16) as u32 & 0xffff, (d >> 32) as u32, w);
-    let e = if d & 0x1ff == ESC_SYM {
-        let raw = *xe & 0xff;
-        rans::step(xe, 8, 1, 0, w);
-        raw as u8
-    } else {
-        d as u8
-    };
-    let md = model.m_dec[(e as usize) << M_BITS | (*xm & ((1 << M_BITS) - 1)) as usize];
-    rans::step(xm, M_BITS, (md >> 3) & 0x1ff, md >> 12, w);
-    (e, (md & 7) as u8)
+/// Order of the symbols in a tensor block's rANS stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// Format version 2: value by value, exponent on state 2 (j & 1), mantissa top on the
+    /// next state (4 states).
+    Pairs,
+    /// Format version 3: groups of 32 values, value l on state l (32 states).
+    Lanes,
 }
 
-fn decode_w<const W: usize, const EB: u32>(body: &[u8], n: usize, out: &mut Vec<u8>) -> Result<()> {
+fn decode_w<const W: usize, const EB: u32>(
+    body: &[u8],
+    n: usize,
+    order: Order,
+    kernel: lanes::Kernel,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     let bad = |what: &str| Error::Corrupt(format!("tensor block: {what}"));
     let f = Fields {
         bits: 8 * W as u32,
@@ -289,9 +329,13 @@ fn decode_w<const W: usize, const EB: u32>(body: &[u8], n: usize, out: &mut Vec<
     let rest = &body[4 + len..];
     let mut residuals = ibp::Unpacker::for_level(rest, f.rbits(), n)?;
     let mut group = vec![0u64; ibp::GROUP];
+    let mut em = vec![0u16; MAX_BATCH];
     let mut model = Model::new();
-    let (states, mut words) = rans::Decoder::new(stream)?.split();
-    let [mut x0, mut x1, mut x2, mut x3] = states;
+    let ways = match order {
+        Order::Pairs => 4,
+        Order::Lanes => LANES,
+    };
+    let (mut x, mut words) = rans::Decoder::new(stream, ways)?.split();
     let start = out.len();
     out.resize(start + n * W, 0);
     let (mut i, mut k) = (0usize, 0u32);
@@ -301,25 +345,15 @@ fn decode_w<const W: usize, const EB: u32>(body: &[u8], n: usize, out: &mut Vec<
             residuals.group(&mut group[..len])?;
         }
         let end = (i + batch_len(k)).min(n);
+        let em = &mut em[..end - i];
+        match order {
+            Order::Pairs => lanes::pairs(&mut x, &mut words, &model, em),
+            Order::Lanes => kernel.lanes(&mut x, &mut words, &model, em),
+        }
+        model.count_batch(em);
         let g0 = i % ibp::GROUP;
         let res = &group[g0..g0 + (end - i)];
-        let slots = &mut out[start + i * W..start + end * W];
-        // Pairs of values: even ones on states 0/1, odd ones on 2/3.
-        let mut pairs = slots.chunks_exact_mut(2 * W);
-        for (pair, r) in (&mut pairs).zip(res.chunks_exact(2)) {
-            let (e0, m0) = decode_one(&mut x0, &mut x1, &mut words, &model);
-            let (e1, m1) = decode_one(&mut x2, &mut x3, &mut words, &model);
-            model.count(e0, m0);
-            model.count(e1, m1);
-            pair[..W].copy_from_slice(&f.join(e0, m0, r[0]).to_le_bytes()[..W]);
-            pair[W..].copy_from_slice(&f.join(e1, m1, r[1]).to_le_bytes()[..W]);
-        }
-        let last = pairs.into_remainder();
-        if !last.is_empty() {
-            let (e, m) = decode_one(&mut x0, &mut x1, &mut words, &model);
-            model.count(e, m);
-            last.copy_from_slice(&f.join(e, m, res[res.len() - 1]).to_le_bytes()[..W]);
-        }
+        join_all::<W, EB>(em, res, &mut out[start + i * W..start + end * W]);
         model.end_batch();
         i = end;
         k += 1;
@@ -327,7 +361,32 @@ fn decode_w<const W: usize, const EB: u32>(body: &[u8], n: usize, out: &mut Vec<
     if residuals.consumed() != rest.len() {
         return Err(bad("unexpected bytes after the data"));
     }
-    rans::Decoder::join([x0, x1, x2, x3], words).finish()
+    rans::Decoder::join(x, words).finish()
+}
+
+/// Joins each `e << 3 | m` with its residual into `out` (with the widest vectors allowed).
+fn join_all<const W: usize, const EB: u32>(em: &[u16], res: &[u64], out: &mut [u8]) {
+    #[inline(always)]
+    fn body<const W: usize, const EB: u32>(em: &[u16], res: &[u64], out: &mut [u8]) {
+        let f = Fields {
+            bits: 8 * W as u32,
+            ebits: EB,
+        };
+        for ((o, &v), &r) in out.chunks_exact_mut(W).zip(em).zip(res) {
+            o.copy_from_slice(&f.join(v, r).to_le_bytes()[..W]);
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
+    unsafe fn avx512<const W: usize, const EB: u32>(em: &[u16], res: &[u64], out: &mut [u8]) {
+        body::<W, EB>(em, res, out)
+    }
+    #[cfg(target_arch = "x86_64")]
+    if crate::engine::level() == crate::engine::KernelLevel::Avx512 {
+        // SAFETY: the kernel level is never above what the CPU supports.
+        return unsafe { avx512::<W, EB>(em, res, out) };
+    }
+    body::<W, EB>(em, res, out)
 }
 
 #[inline(always)]
@@ -357,8 +416,18 @@ pub fn encode(data: &[u8], dtype: DType) -> Vec<u8> {
     out
 }
 
-/// Decodes a payload written by `encode` that must hold exactly `raw_len` bytes.
-pub fn decode(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
+/// Decodes a payload written by `encode` (or, with `Order::Pairs`, by format version 2) that
+/// must hold exactly `raw_len` bytes.
+pub fn decode(payload: &[u8], raw_len: usize, order: Order) -> Result<Vec<u8>> {
+    decode_with(payload, raw_len, order, lanes::Kernel::detect())
+}
+
+fn decode_with(
+    payload: &[u8],
+    raw_len: usize,
+    order: Order,
+    kernel: lanes::Kernel,
+) -> Result<Vec<u8>> {
     let bad = |what: &str| Error::Corrupt(format!("tensor block: {what}"));
     let (&tag, rest) = payload.split_first().ok_or_else(|| bad("empty"))?;
     let dtype = DType::from_tag(tag)?;
@@ -375,10 +444,10 @@ pub fn decode(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
     let body = &rest[5 + tail_len..];
     let mut out = Vec::with_capacity(raw_len);
     match dtype {
-        DType::F16 => decode_w::<2, 5>(body, n, &mut out)?,
-        DType::BF16 => decode_w::<2, 8>(body, n, &mut out)?,
-        DType::F32 => decode_w::<4, 8>(body, n, &mut out)?,
-        DType::F64 => decode_w::<8, 8>(body, n, &mut out)?,
+        DType::F16 => decode_w::<2, 5>(body, n, order, kernel, &mut out)?,
+        DType::BF16 => decode_w::<2, 8>(body, n, order, kernel, &mut out)?,
+        DType::F32 => decode_w::<4, 8>(body, n, order, kernel, &mut out)?,
+        DType::F64 => decode_w::<8, 8>(body, n, order, kernel, &mut out)?,
     }
     out.extend_from_slice(tail);
     Ok(out)
@@ -429,7 +498,11 @@ mod tests {
             for extra in [0usize, 1] {
                 data.extend(std::iter::repeat_n(0x5a, extra));
                 let packed = encode(&data, dtype);
-                assert_eq!(decode(&packed, data.len()).unwrap(), data, "{dtype:?}");
+                assert_eq!(
+                    decode(&packed, data.len(), Order::Lanes).unwrap(),
+                    data,
+                    "{dtype:?}"
+                );
                 assert!(
                     packed.len() < data.len(),
                     "{dtype:?}: {} >= {}",
@@ -441,7 +514,25 @@ mod tests {
         for n in [0usize, 1, 2, 3, 7] {
             let data: Vec<u8> = (0..n as u8).collect();
             let packed = encode(&data, DType::F32);
-            assert_eq!(decode(&packed, n).unwrap(), data);
+            assert_eq!(decode(&packed, n, Order::Lanes).unwrap(), data);
+        }
+    }
+
+    #[test]
+    fn every_kernel_decodes_the_same() {
+        let w = weights(70_000, 11);
+        let mut bits: Vec<u32> = w.iter().map(|v| v.to_bits()).collect();
+        // Exponents never seen before (escapes) in both halves of many 32-value groups.
+        let rare = (0u32..256).filter(|e| !(100..=127).contains(e));
+        for (k, e) in rare.enumerate() {
+            let at = 64 + 32 * (k / 2) + if k % 2 == 0 { 3 } else { 20 };
+            bits[at] = bits[at] & 0x807f_ffff | e << 23;
+        }
+        let data: Vec<u8> = bits.iter().flat_map(|b| b.to_le_bytes()).collect();
+        let packed = encode(&data, DType::F32);
+        for kernel in [lanes::Kernel::Scalar, lanes::Kernel::detect()] {
+            let back = decode_with(&packed, data.len(), Order::Lanes, kernel).unwrap();
+            assert!(back == data, "{kernel:?}");
         }
     }
 
@@ -454,7 +545,7 @@ mod tests {
             .flat_map(|v| f32::from_bits(v.to_bits() & 0xffff_0000).to_le_bytes())
             .collect();
         let packed = encode(&data, DType::F32);
-        assert_eq!(decode(&packed, data.len()).unwrap(), data);
+        assert_eq!(decode(&packed, data.len(), Order::Lanes).unwrap(), data);
         // About 10.7 bits per value are left (exponent and sign + 7 mantissa bits).
         assert!(
             packed.len() * 28 < data.len() * 10,
@@ -480,7 +571,7 @@ mod tests {
                     bad.truncate(rnd() as usize % bad.len());
                 }
                 // Either an error or some bytes of the right length; never a panic.
-                if let Ok(d) = decode(&bad, data.len()) {
+                if let Ok(d) = decode(&bad, data.len(), Order::Lanes) {
                     assert_eq!(d.len(), data.len());
                 }
             }
@@ -492,12 +583,15 @@ mod tests {
         let data = to_bytes(DType::F32, &weights(10_000, 2));
         let packed = encode(&data, DType::F32);
         for cut in [0, 1, 5, 6, 20, packed.len() / 2, packed.len() - 1] {
-            assert!(decode(&packed[..cut], data.len()).is_err(), "cut {cut}");
+            assert!(
+                decode(&packed[..cut], data.len(), Order::Lanes).is_err(),
+                "cut {cut}"
+            );
         }
-        assert!(decode(&packed, data.len() + 4).is_err());
+        assert!(decode(&packed, data.len() + 4, Order::Lanes).is_err());
         let mut flipped = packed.clone();
         flipped[40] ^= 0x10;
-        if let Ok(d) = decode(&flipped, data.len()) {
+        if let Ok(d) = decode(&flipped, data.len(), Order::Lanes) {
             assert_ne!(d, data);
         }
     }
