@@ -34,14 +34,19 @@ impl Sym {
 /// with a count, and every symbol at all when `all` is set, gets at least one slot; `extra`
 /// slots (an escape) are kept aside. Returns false if no slot could be given (nothing counted
 /// and not `all`); `freqs` is then all zero.
+#[inline(always)]
 pub fn fit(counts: &[u32], bits: u32, all: bool, extra: u32, freqs: &mut [u32]) -> bool {
     let total_slots = 1u32 << bits;
-    let total: u64 = counts.iter().map(|&c| c as u64).sum();
-    let present = if all {
-        counts.len() as u32
-    } else {
-        counts.iter().filter(|&&c| c > 0).count() as u32
-    };
+    // One pass for the total, the symbols present and the first most frequent symbol.
+    let (mut total, mut seen, mut top, mut best) = (0u64, 0u32, 0u32, 0usize);
+    for (i, &c) in counts.iter().enumerate() {
+        total += c as u64;
+        seen += u32::from(c > 0);
+        if c > top {
+            (top, best) = (c, i);
+        }
+    }
+    let present = if all { counts.len() as u32 } else { seen };
     if present == 0 || present + extra > total_slots {
         freqs.iter_mut().for_each(|f| *f = 0);
         return false;
@@ -69,8 +74,6 @@ pub fn fit(counts: &[u32], bits: u32, all: bool, extra: u32, freqs: &mut [u32]) 
         sum += *f;
     }
     // The rounding remainder goes to the first most frequent symbol.
-    let top = counts.iter().copied().max().unwrap_or(0);
-    let best = counts.iter().position(|&c| c == top).unwrap_or(0);
     freqs[best] += total_slots - extra - sum;
     true
 }

@@ -375,7 +375,7 @@ impl<'a> Unpacker<'a> {
                 if (rest.len() as u64) * 8 < out.len() as u64 * bits as u64 {
                     return Err(damaged());
                 }
-                unpack_plain(rest, bits, out);
+                unpack_plain(rest, bits, out, self.bmi2);
                 Ok(())
             }
             1 | 2 => {
@@ -413,21 +413,31 @@ fn damaged() -> Error {
     Error::Corrupt("invariant-bit section is damaged".into())
 }
 
-/// Plain packed words (the length was checked): 8-byte loads at each word's bit position
-/// while they fit, a bit reader for the last few.
-fn unpack_plain(rest: &[u8], bits: u32, out: &mut [u64]) {
+/// Plain packed words (the length was checked): eight words per vector step where the CPU
+/// allows, 8-byte loads at each word's bit position while they fit, a bit reader for the rest.
+fn unpack_plain(rest: &[u8], bits: u32, out: &mut [u64], fast: bool) {
     let mask = width_mask(bits);
     let mut i = 0;
+    #[cfg(target_arch = "x86_64")]
+    if fast
+        && bits <= 57
+        && level() == KernelLevel::Avx512
+        && std::arch::is_x86_feature_detected!("avx512vbmi")
+    {
+        // SAFETY: AVX-512 F/BW/VBMI support was checked just above and by the kernel level.
+        i = unsafe { unpack_plain_vbmi(rest, bits, out) };
+    }
+    let _ = fast;
     if bits <= 56 {
-        let fast = (rest.len().saturating_sub(8) * 8) / bits as usize;
-        let fast = fast.min(out.len());
-        for (j, o) in out[..fast].iter_mut().enumerate() {
+        let end = (rest.len().saturating_sub(8) * 8) / bits as usize;
+        let end = end.min(out.len()).max(i);
+        for (j, o) in out[..end].iter_mut().enumerate().skip(i) {
             let at = j * bits as usize;
             let b = &rest[at / 8..at / 8 + 8];
             let w = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
             *o = (w >> (at % 8)) & mask;
         }
-        i = fast;
+        i = end;
     }
     if i < out.len() {
         let at = i * bits as usize;
@@ -439,6 +449,38 @@ fn unpack_plain(rest: &[u8], bits: u32, out: &mut [u64]) {
             *o = reader.get(bits);
         }
     }
+}
+
+/// Unpacks words eight at a time (8 words of `bits` <= 57 span whole bytes, at most 64 of
+/// them): one 64-byte load, a byte permutation putting each word's 8 bytes in its lane, a
+/// shift per lane. Returns how many words it wrote (a multiple of 8, while 64 bytes remain).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+unsafe fn unpack_plain_vbmi(rest: &[u8], bits: u32, out: &mut [u64]) -> usize {
+    use std::arch::x86_64::*;
+    let b = bits as usize;
+    let mut index = [0u8; 64];
+    let mut shift = [0u64; 8];
+    for j in 0..8 {
+        for t in 0..8 {
+            index[8 * j + t] = (j * b / 8 + t) as u8;
+        }
+        shift[j] = (j * b % 8) as u64;
+    }
+    let index = _mm512_loadu_si512(index.as_ptr().cast());
+    let shift = _mm512_loadu_si512(shift.as_ptr().cast());
+    let mask = _mm512_set1_epi64(width_mask(bits) as i64);
+    let mut i = 0;
+    while i + 8 <= out.len() && i * b / 8 + 64 <= rest.len() {
+        let v = _mm512_loadu_si512(rest.as_ptr().add(i * b / 8).cast());
+        let words = _mm512_srlv_epi64(_mm512_permutexvar_epi8(index, v), shift);
+        _mm512_storeu_si512(
+            out.as_mut_ptr().add(i).cast(),
+            _mm512_and_si512(words, mask),
+        );
+        i += 8;
+    }
+    i
 }
 
 #[cfg(test)]
@@ -469,6 +511,11 @@ mod tests {
             (48, 0xffff_0000_00f0),
             (64, u64::MAX),
             (7, 0x7f),
+            (21, 0),
+            (53, 0),
+            (57, 0),
+            (58, 0),
+            (5, 0),
         ] {
             for n in [0, 1, 100, GROUP, GROUP + 3, 3 * GROUP] {
                 let w = words(n, bits, inv & width_mask(bits), n as u64 + 7);

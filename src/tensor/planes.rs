@@ -13,6 +13,7 @@
 use super::{ibp, lanes, DType};
 use crate::coder::rans::{self, fit, Sym};
 use crate::error::{Error, Result};
+use std::ops::Range;
 
 /// Precision of the exponent table.
 pub(super) const E_BITS: u32 = 12;
@@ -81,14 +82,14 @@ pub(super) struct Model {
     /// Per slot: symbol | (freq - 1) << 8 | (slot - start) << 20.
     pub(super) e_dec: Vec<u32>,
     /// Per exponent and mantissa-top symbol: count in the current and earlier batches.
-    m_counts: Vec<[u32; 8]>,
+    m_counts: Box<[[u32; 8]; 256]>,
     m_total: Vec<u32>,
     /// Per exponent and mantissa-top symbol: `start | freq << 16`.
     m_enc: Vec<[u32; 8]>,
     /// Per exponent, per slot: symbol | freq << 3 | (slot - start) << 12.
     pub(super) m_dec: Vec<u32>,
     /// Four partial histograms of `e << 3 | m` for `count_batch`, zero between batches.
-    partial: Vec<u32>,
+    partial: Box<[[u32; 2048]; 4]>,
 }
 
 impl Model {
@@ -99,11 +100,11 @@ impl Model {
             e_enc: [0; 256],
             escape_start: 0,
             e_dec: vec![0; 1 << E_BITS],
-            m_counts: vec![[0; 8]; 256],
+            m_counts: Box::new([[0; 8]; 256]),
             m_total: vec![0; 256],
             m_enc: vec![[0; 8]; 256],
             m_dec: vec![0; 256 << M_BITS],
-            partial: vec![0; 4 << 11],
+            partial: Box::new([[0; 2048]; 4]),
         };
         m.refit_e();
         for e in 0..256 {
@@ -112,53 +113,57 @@ impl Model {
         m
     }
 
+    #[inline(always)]
     fn refit_e(&mut self) {
         if self.e_total >= E_HALVE {
-            self.e_total = 0;
+            let mut total = 0;
             for c in self.e_counts.iter_mut() {
                 *c = (*c + 1) >> 1;
-                self.e_total += *c;
+                total += *c;
             }
+            self.e_total = total;
         }
         let mut freqs = [0u32; 256];
         let fitted = fit(&self.e_counts, E_BITS, false, ESCAPE, &mut freqs);
-        let (mut start, mut slot) = (0u32, 0usize);
+        // Each slot first gets its symbol's entry less `start << 20`, then (wrapping) plus
+        // `slot << 20`, which leaves `(slot - start) << 20`.
+        let table = &mut self.e_dec[..1 << E_BITS];
+        let mut start = 0u32;
         for (s, &f) in freqs.iter().enumerate() {
             self.e_enc[s] = start | f << 16;
-            for k in 0..f {
-                self.e_dec[slot] = s as u32 | (f - 1) << 8 | k << 20;
-                slot += 1;
+            if f > 0 {
+                let base = (s as u32 | (f - 1) << 8).wrapping_sub(start << 20);
+                table[start as usize..(start + f) as usize].fill(base);
             }
             start += f;
         }
         let esc = if fitted { ESCAPE } else { 1 << E_BITS };
         self.escape_start = start;
-        for k in 0..esc {
-            self.e_dec[slot] = (esc - 1) << 8 | k << 20;
-            slot += 1;
-        }
+        table[start as usize..].fill(((esc - 1) << 8).wrapping_sub(start << 20));
+        add_slots::<20>(table);
     }
 
+    #[inline(always)]
     fn refit_m(&mut self, e: usize) {
         if self.m_total[e] >= M_HALVE {
-            self.m_total[e] = 0;
+            let mut total = 0;
             for c in self.m_counts[e].iter_mut() {
                 *c = (*c + 1) >> 1;
-                self.m_total[e] += *c;
+                total += *c;
             }
+            self.m_total[e] = total;
         }
         let mut freqs = [0u32; 8];
         fit(&self.m_counts[e], M_BITS, true, 0, &mut freqs);
         let table = &mut self.m_dec[e << M_BITS..(e + 1) << M_BITS];
-        let (mut start, mut slot) = (0u32, 0usize);
+        let mut start = 0u32;
         for (s, &f) in freqs.iter().enumerate() {
             self.m_enc[e][s] = start | f << 16;
-            for k in 0..f {
-                table[slot] = s as u32 | f << 3 | k << 12;
-                slot += 1;
-            }
+            let base = (s as u32 | f << 3).wrapping_sub(start << 12);
+            table[start as usize..(start + f) as usize].fill(base);
             start += f;
         }
+        add_slots::<12>(table);
     }
 
     /// Counts one value of the current batch (tables change only at `end_batch`).
@@ -168,39 +173,74 @@ impl Model {
     }
 
     /// Counts a batch of values given as `e << 3 | m`: four partial histograms, so that
-    /// repeats of a symbol do not wait on each other, merged at the end.
-    fn count_batch(&mut self, em: &[u16]) {
+    /// repeats of a symbol do not wait on each other, merged over the range the batch used.
+    /// Returns the range of exponents the batch holds.
+    fn count_batch(&mut self, em: &[u16]) -> Range<usize> {
+        #[cfg(target_arch = "x86_64")]
+        if wide() {
+            // SAFETY: `wide` checked the CPU's support.
+            return unsafe { self.count_batch_avx512(em) };
+        }
+        self.count_batch_body(em)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
+    unsafe fn count_batch_avx512(&mut self, em: &[u16]) -> Range<usize> {
+        self.count_batch_body(em)
+    }
+
+    #[inline(always)]
+    fn count_batch_body(&mut self, em: &[u16]) -> Range<usize> {
         let counts = self.m_counts.as_flattened_mut();
+        let lo = em.iter().fold(0x7ff, |a, &v| a.min(v & 0x7ff)) as usize;
+        let hi = em.iter().fold(0, |a, &v| a.max(v & 0x7ff)) as usize;
+        let exponents = lo >> 3..(hi >> 3) + 1;
         if em.len() < 512 {
             for &v in em {
                 counts[v as usize & 0x7ff] += 1;
             }
-            return;
+            return exponents;
         }
-        let h = &mut self.partial;
+        let [h0, h1, h2, h3] = &mut *self.partial;
         let quads = em.chunks_exact(4);
         for &v in quads.remainder() {
             counts[v as usize & 0x7ff] += 1;
         }
         for q in quads {
-            h[q[0] as usize & 0x7ff] += 1;
-            h[0x800 | q[1] as usize & 0x7ff] += 1;
-            h[0x1000 | q[2] as usize & 0x7ff] += 1;
-            h[0x1800 | q[3] as usize & 0x7ff] += 1;
+            h0[q[0] as usize & 0x7ff] += 1;
+            h1[q[1] as usize & 0x7ff] += 1;
+            h2[q[2] as usize & 0x7ff] += 1;
+            h3[q[3] as usize & 0x7ff] += 1;
         }
-        let (h01, h23) = h.split_at_mut(0x1000);
-        let (h0, h1) = h01.split_at_mut(0x800);
-        let (h2, h3) = h23.split_at_mut(0x800);
-        for (i, c) in counts.iter_mut().enumerate() {
-            *c += h0[i] + h1[i] + h2[i] + h3[i];
+        for i in lo..=hi {
+            counts[i] += h0[i] + h1[i] + h2[i] + h3[i];
+            (h0[i], h1[i], h2[i], h3[i]) = (0, 0, 0, 0);
         }
-        h.fill(0);
+        exponents
     }
 
     /// Ends a batch: refits the mantissa-top tables of the exponents it counted, brings the
     /// exponent counts up to date and refits the exponent table.
-    fn end_batch(&mut self) {
-        for e in 0..256 {
+    /// Exponents outside `exponents` must not have been counted in the batch.
+    fn end_batch(&mut self, exponents: Range<usize>) {
+        #[cfg(target_arch = "x86_64")]
+        if wide() {
+            // SAFETY: `wide` checked the CPU's support.
+            return unsafe { self.end_batch_avx512(exponents) };
+        }
+        self.end_batch_body(exponents)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
+    unsafe fn end_batch_avx512(&mut self, exponents: Range<usize>) {
+        self.end_batch_body(exponents)
+    }
+
+    #[inline(always)]
+    fn end_batch_body(&mut self, exponents: Range<usize>) {
+        for e in exponents {
             let sum: u32 = self.m_counts[e].iter().sum();
             let new = sum - self.m_total[e];
             if new > 0 {
@@ -211,6 +251,20 @@ impl Model {
             }
         }
         self.refit_e();
+    }
+}
+
+/// Whether the model's bookkeeping may run with AVX-512 (integer work: same results).
+#[inline(always)]
+fn wide() -> bool {
+    crate::engine::level() == crate::engine::KernelLevel::Avx512
+}
+
+/// Adds `slot << SHIFT` (wrapping) to every entry of a decode table.
+#[inline(always)]
+fn add_slots<const SHIFT: u32>(table: &mut [u32]) {
+    for (slot, t) in table.iter_mut().enumerate() {
+        *t = t.wrapping_add((slot as u32) << SHIFT);
     }
 }
 
@@ -285,7 +339,7 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], out: &mut Vec<u8>) {
                 enc.put(sym(model.m_enc[e as usize][m as usize], M_BITS), l);
             }
         }
-        model.end_batch();
+        model.end_batch(0..256);
         i = end;
         k += 1;
     }
@@ -350,11 +404,11 @@ fn decode_w<const W: usize, const EB: u32>(
             Order::Pairs => lanes::pairs(&mut x, &mut words, &model, em),
             Order::Lanes => kernel.lanes(&mut x, &mut words, &model, em),
         }
-        model.count_batch(em);
+        let exponents = model.count_batch(em);
         let g0 = i % ibp::GROUP;
         let res = &group[g0..g0 + (end - i)];
         join_all::<W, EB>(em, res, &mut out[start + i * W..start + end * W]);
-        model.end_batch();
+        model.end_batch(exponents);
         i = end;
         k += 1;
     }
@@ -382,7 +436,7 @@ fn join_all<const W: usize, const EB: u32>(em: &[u16], res: &[u64], out: &mut [u
         body::<W, EB>(em, res, out)
     }
     #[cfg(target_arch = "x86_64")]
-    if crate::engine::level() == crate::engine::KernelLevel::Avx512 {
+    if wide() {
         // SAFETY: the kernel level is never above what the CPU supports.
         return unsafe { avx512::<W, EB>(em, res, out) };
     }
