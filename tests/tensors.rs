@@ -179,10 +179,10 @@ fn safetensors_from_stdin_take_the_tensor_path() {
 
 #[test]
 fn version_2_tensor_archives_still_decode() {
-    // Written by the format-version-2 build (4-state symbol order) from the raw f32 file beside it.
+    // Written by the format-version-2 build (4-state symbol order) from the raw bf16 file beside it.
     let data_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-    let original = fs::read(data_dir.join("v2-tensor.f32")).unwrap();
-    let archive = data_dir.join("v2-tensor.f32.sep");
+    let original = fs::read(data_dir.join("v2-tensor.bf16")).unwrap();
+    let archive = data_dir.join("v2-tensor.bf16.sep");
     let runs = [("1", "auto"), ("2", "scalar")];
     decodes_everywhere(&data_dir, archive.to_str().unwrap(), &original, &runs);
 }

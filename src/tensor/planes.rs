@@ -21,6 +21,7 @@ pub(super) const E_BITS: u32 = 12;
 pub(super) const M_BITS: u32 = 8;
 /// Slots of the exponent table kept for the escape.
 const ESCAPE: u32 = 1;
+const LAZY: u32 = 1;
 /// Largest batch between two refits.
 const MAX_BATCH: usize = 4096;
 /// Values decoded side by side, one coder state each.
@@ -84,6 +85,10 @@ pub(super) struct Model {
     /// Per exponent and mantissa-top symbol: count in the current and earlier batches.
     m_counts: Box<[[u32; 8]; 256]>,
     m_total: Vec<u32>,
+    /// Per exponent: `m_total` when its table was last fitted.
+    m_fit: Vec<u32>,
+    /// Growth factor that triggers a refit of a mantissa-top table (0: any growth).
+    lazy: u32,
     /// Per exponent and mantissa-top symbol: `start | freq << 16`.
     m_enc: Vec<[u32; 8]>,
     /// Per exponent, per slot: symbol | freq << 3 | (slot - start) << 12.
@@ -93,7 +98,8 @@ pub(super) struct Model {
 }
 
 impl Model {
-    fn new() -> Self {
+    /// A fresh model; `lazy` as `LAZY` (0 in format version 2).
+    fn new(lazy: u32) -> Self {
         let mut m = Model {
             e_counts: [0; 256],
             e_total: 0,
@@ -102,6 +108,8 @@ impl Model {
             e_dec: vec![0; 1 << E_BITS],
             m_counts: Box::new([[0; 8]; 256]),
             m_total: vec![0; 256],
+            m_fit: vec![0; 256],
+            lazy,
             m_enc: vec![[0; 8]; 256],
             m_dec: vec![0; 256 << M_BITS],
             partial: Box::new([[0; 2048]; 4]),
@@ -247,7 +255,10 @@ impl Model {
                 self.e_counts[e] += new;
                 self.e_total += new;
                 self.m_total[e] = sum;
-                self.refit_m(e);
+                if self.lazy == 0 || self.lazy * (sum - self.m_fit[e]) >= self.m_fit[e] {
+                    self.refit_m(e);
+                    self.m_fit[e] = self.m_total[e];
+                }
             }
         }
         self.refit_e();
@@ -294,7 +305,7 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], out: &mut Vec<u8>) {
         ebits: EB,
     };
     let n = data.len() / W;
-    let mut model = Model::new();
+    let mut model = Model::new(LAZY);
     let mut enc = rans::Encoder::with_capacity(2 * n + 64);
     let mut residual = Vec::with_capacity(n);
     let (mut i, mut k) = (0usize, 0u32);
@@ -384,11 +395,11 @@ fn decode_w<const W: usize, const EB: u32>(
     let mut residuals = ibp::Unpacker::for_level(rest, f.rbits(), n)?;
     let mut group = vec![0u64; ibp::GROUP];
     let mut em = vec![0u16; MAX_BATCH];
-    let mut model = Model::new();
-    let ways = match order {
-        Order::Pairs => 4,
-        Order::Lanes => LANES,
+    let (ways, lazy) = match order {
+        Order::Pairs => (4, 0),
+        Order::Lanes => (LANES, LAZY),
     };
+    let mut model = Model::new(lazy);
     let (mut x, mut words) = rans::Decoder::new(stream, ways)?.split();
     let start = out.len();
     out.resize(start + n * W, 0);
