@@ -21,7 +21,9 @@ pub(super) const E_BITS: u32 = 12;
 pub(super) const M_BITS: u32 = 8;
 /// Slots of the exponent table kept for the escape.
 const ESCAPE: u32 = 1;
-const LAZY: u32 = 1;
+/// A mantissa-top table is refitted once its exponent's count grew by a quarter since its
+/// last fit (format version 3; version 2 refits after every batch that counted it).
+const LAZY: u32 = 4;
 /// Largest batch between two refits.
 const MAX_BATCH: usize = 4096;
 /// Values decoded side by side, one coder state each.
