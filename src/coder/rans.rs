@@ -6,7 +6,7 @@
 use crate::error::{Error, Result};
 
 /// Lower bound of a coder state (states live in [LOW, LOW << 16)).
-const LOW: u32 = 1 << 16;
+pub(crate) const LOW: u32 = 1 << 16;
 /// Independent coder states the encoder keeps; the caller says which one codes each symbol
 /// (the decoder must use the same), so that consecutive symbols can decode in parallel.
 pub const WAYS: usize = 32;

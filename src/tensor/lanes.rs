@@ -189,3 +189,183 @@ unsafe fn groups_avx512(x: &mut States, w: &mut Words, model: &Model, em: &mut [
     w.pos = pos;
     done
 }
+
+/// A block's symbols in the order the encoder needs them.
+pub(super) struct Symbols {
+    /// Per value: its exponent's symbol `start | freq << 16` (the escape if escaped).
+    pub e: Vec<u32>,
+    /// Per value: its mantissa top's symbol `start | freq << 16`.
+    pub m: Vec<u32>,
+    /// Escaped exponents as (value index, exponent), in value order.
+    pub escapes: Vec<(u32, u8)>,
+    /// Groups as (first value, number of values), in value order.
+    pub groups: Vec<(u32, u32)>,
+}
+
+/// Encodes one symbol (`start`, `freq`, precision `BITS`) on state `x`, spilling a word first
+/// if needed.
+#[inline(always)]
+fn put<const BITS: u32>(x: &mut u32, start: u32, freq: u32, words: &mut [u16], n: &mut usize) {
+    if *x >> (32 - BITS) >= freq {
+        words[*n] = *x as u16;
+        *n += 1;
+        *x >>= 16;
+    }
+    *x = ((*x / freq) << BITS) + *x % freq + start;
+}
+
+/// Encodes one group in reverse (mantissa tops, escapes, exponents; last lane first).
+fn encode_group_scalar(
+    x: &mut States,
+    s: &Symbols,
+    (g0, len): (u32, u32),
+    escapes: &[(u32, u8)],
+    words: &mut [u16],
+    n: &mut usize,
+) {
+    let g0 = g0 as usize;
+    for l in (0..len as usize).rev() {
+        let m = s.m[g0 + l];
+        put::<M_BITS>(&mut x[l], m & 0xffff, m >> 16, words, n);
+    }
+    for &(at, e) in escapes.iter().rev() {
+        put::<8>(&mut x[at as usize - g0], e as u32, 1, words, n);
+    }
+    for l in (0..len as usize).rev() {
+        let e = s.e[g0 + l];
+        put::<E_BITS>(&mut x[l], e & 0xffff, e >> 16, words, n);
+    }
+}
+
+impl Kernel {
+    /// Writes the rANS stream of `s` to `out` (the layout `rans::Encoder` writes for the same
+    /// symbols: final states, then the words in decoding order).
+    pub(super) fn encode(self, s: &Symbols, out: &mut Vec<u8>) {
+        let mut x: States = [rans::LOW; WAYS];
+        // At most one word per symbol, and room for a vector store past the last one.
+        let mut words = vec![0u16; s.e.len() + s.m.len() + s.escapes.len() + 2 * WAYS];
+        let mut n = 0;
+        let mut esc_end = s.escapes.len();
+        for &(g0, len) in s.groups.iter().rev() {
+            let mut esc_start = esc_end;
+            while esc_start > 0 && s.escapes[esc_start - 1].0 >= g0 {
+                esc_start -= 1;
+            }
+            let escapes = &s.escapes[esc_start..esc_end];
+            esc_end = esc_start;
+            #[cfg(target_arch = "x86_64")]
+            if self == Kernel::Avx512 && len as usize == WAYS {
+                // SAFETY: AVX-512F support was checked when the level was chosen; `words`
+                // keeps 2 * WAYS spare entries past any symbol's word.
+                unsafe { encode_group_avx512(&mut x, s, g0, escapes, &mut words, &mut n) };
+                continue;
+            }
+            encode_group_scalar(&mut x, s, (g0, len), escapes, &mut words, &mut n);
+        }
+        words.truncate(n);
+        for x in x.iter().rev() {
+            words.push(*x as u16);
+            words.push((*x >> 16) as u16);
+        }
+        out.reserve(words.len() * 2);
+        for w in words.iter().rev() {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+    }
+}
+
+/// `encode_group_scalar` for a whole group of 32 lanes held in two registers; the quotients
+/// come from f64 division, exact for 32-bit states and frequencies up to 2^12.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn encode_group_avx512(
+    x: &mut States,
+    s: &Symbols,
+    g0: u32,
+    escapes: &[(u32, u8)],
+    words: &mut [u16],
+    n: &mut usize,
+) {
+    use std::arch::x86_64::*;
+    let g0 = g0 as usize;
+    let mut xa = _mm512_loadu_si512(x.as_ptr().cast());
+    let mut xb = _mm512_loadu_si512(x.as_ptr().add(16).cast());
+    let reverse = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    let low16 = _mm512_set1_epi32(0xffff);
+    let out = words.as_mut_ptr();
+    // The low words of the lanes in `spill`, last lane first.
+    macro_rules! emit {
+        ($xs:ident, $spill:expr) => {{
+            let spill: u16 = $spill;
+            let rev = _mm512_permutexvar_epi32(reverse, $xs);
+            let packed = _mm512_maskz_compress_epi32(spill.reverse_bits(), rev);
+            _mm256_storeu_si256(out.add(*n).cast(), _mm512_cvtepi32_epi16(packed));
+            *n += spill.count_ones() as usize;
+        }};
+    }
+    // Exact `y / f` for 32-bit `y` and `f` <= 2^12.
+    macro_rules! quotient {
+        ($y:expr, $f:expr) => {{
+            let (y, f) = ($y, $f);
+            let lo = _mm512_div_pd(
+                _mm512_cvtepu32_pd(_mm512_castsi512_si256(y)),
+                _mm512_cvtepu32_pd(_mm512_castsi512_si256(f)),
+            );
+            let hi = _mm512_div_pd(
+                _mm512_cvtepu32_pd(_mm512_extracti64x4_epi64::<1>(y)),
+                _mm512_cvtepu32_pd(_mm512_extracti64x4_epi64::<1>(f)),
+            );
+            _mm512_inserti64x4::<1>(
+                _mm512_castsi256_si512(_mm512_cvttpd_epu32(lo)),
+                _mm512_cvttpd_epu32(hi),
+            )
+        }};
+    }
+    // One symbol per lane from `syms` (16 entries `start | freq << 16`), precision `$bits`.
+    macro_rules! phase {
+        ($xs:ident, $syms:expr, $bits:expr, $top:expr) => {{
+            let sym = _mm512_loadu_si512($syms.as_ptr().cast());
+            let freq = _mm512_srli_epi32::<16>(sym);
+            let spill = _mm512_cmpge_epu32_mask(_mm512_srli_epi32::<$top>($xs), freq);
+            emit!($xs, spill);
+            let y = _mm512_mask_srli_epi32::<16>($xs, spill, $xs);
+            let q = quotient!(y, freq);
+            let r = _mm512_sub_epi32(y, _mm512_mullo_epi32(q, freq));
+            $xs = _mm512_add_epi32(
+                _mm512_add_epi32(_mm512_slli_epi32::<$bits>(q), r),
+                _mm512_and_si512(sym, low16),
+            );
+        }};
+    }
+    // Escaped lanes (`mask`) take their exponent `e` as 8 raw bits.
+    macro_rules! raw {
+        ($xs:ident, $mask:expr, $e:expr) => {{
+            let mask: u16 = $mask;
+            let spill = _mm512_mask_cmpge_epu32_mask(mask, $xs, _mm512_set1_epi32(1 << 24));
+            emit!($xs, spill);
+            let y = _mm512_mask_srli_epi32::<16>($xs, spill, $xs);
+            $xs = _mm512_mask_add_epi32($xs, mask, _mm512_slli_epi32::<8>(y), $e);
+        }};
+    }
+    phase!(xb, s.m[g0 + 16..g0 + 32], M_BITS, { 32 - M_BITS });
+    phase!(xa, s.m[g0..g0 + 16], M_BITS, { 32 - M_BITS });
+    if !escapes.is_empty() {
+        let mut mask = 0u32;
+        let mut es = [0u32; WAYS];
+        for &(at, e) in escapes {
+            let l = at as usize - g0;
+            mask |= 1 << l;
+            es[l] = e as u32;
+        }
+        raw!(
+            xb,
+            (mask >> 16) as u16,
+            _mm512_loadu_si512(es.as_ptr().add(16).cast())
+        );
+        raw!(xa, mask as u16, _mm512_loadu_si512(es.as_ptr().cast()));
+    }
+    phase!(xb, s.e[g0 + 16..g0 + 32], E_BITS, { 32 - E_BITS });
+    phase!(xa, s.e[g0..g0 + 16], E_BITS, { 32 - E_BITS });
+    _mm512_storeu_si512(x.as_mut_ptr().cast(), xa);
+    _mm512_storeu_si512(x.as_mut_ptr().add(16).cast(), xb);
+}

@@ -11,7 +11,7 @@
 //! rANS stream length (`u32`) + stream, then the IBP section of the residuals.
 
 use super::{ibp, lanes, DType};
-use crate::coder::rans::{self, fit, Sym};
+use crate::coder::rans::{self, fit};
 use crate::error::{Error, Result};
 use std::ops::Range;
 
@@ -92,7 +92,7 @@ pub(super) struct Model {
     /// Growth factor that triggers a refit of a mantissa-top table (0: any growth).
     lazy: u32,
     /// Per exponent and mantissa-top symbol: `start | freq << 16`.
-    m_enc: Vec<[u32; 8]>,
+    m_enc: Box<[[u32; 8]; 256]>,
     /// Per exponent, per slot: symbol | freq << 3 | (slot - start) << 12.
     pub(super) m_dec: Vec<u32>,
     /// Four partial histograms of `e << 3 | m` for `count_batch`, zero between batches.
@@ -112,7 +112,7 @@ impl Model {
             m_total: vec![0; 256],
             m_fit: vec![0; 256],
             lazy,
-            m_enc: vec![[0; 8]; 256],
+            m_enc: Box::new([[0; 8]; 256]),
             m_dec: vec![0; 256 << M_BITS],
             partial: Box::new([[0; 2048]; 4]),
         };
@@ -174,12 +174,6 @@ impl Model {
             start += f;
         }
         add_slots::<12>(table);
-    }
-
-    /// Counts one value of the current batch (tables change only at `end_batch`).
-    #[inline(always)]
-    fn count(&mut self, e: u8, m: u8) {
-        self.m_counts[e as usize][m as usize] += 1;
     }
 
     /// Counts a batch of values given as `e << 3 | m`: four partial histograms, so that
@@ -291,74 +285,58 @@ fn batch_len(k: u32) -> usize {
     }
 }
 
-#[inline(always)]
-fn sym(packed: u32, bits: u32) -> Sym {
-    Sym {
-        start: packed & 0xffff,
-        freq: packed >> 16,
-        bits,
-    }
-}
-
 /// Value width `W` (bytes) and exponent bits `EB` are constants so every shift is one.
-fn encode_w<const W: usize, const EB: u32>(data: &[u8], out: &mut Vec<u8>) {
+fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, out: &mut Vec<u8>) {
     let f = Fields {
         bits: 8 * W as u32,
         ebits: EB,
     };
     let n = data.len() / W;
     let mut model = Model::new(LAZY);
-    let mut enc = rans::Encoder::with_capacity(2 * n + 64);
-    let mut residual = Vec::with_capacity(n);
+    let mut syms = lanes::Symbols {
+        e: vec![0; n],
+        m: vec![0; n],
+        escapes: Vec::new(),
+        groups: Vec::with_capacity(n / LANES + 2),
+    };
+    let mut em = vec![0u16; MAX_BATCH];
+    let mut residual = vec![0u64; n];
     let (mut i, mut k) = (0usize, 0u32);
     while i < n {
         let end = (i + batch_len(k)).min(n);
-        // Groups of LANES values, value l of a group on state l: every exponent of the group,
-        // then the raw bits of its escaped exponents, then every mantissa top.
-        for group in data[i * W..end * W].chunks(LANES * W) {
-            let mut em = [(0u8, 0u8); LANES];
-            let mut escaped = 0u32;
-            for (l, v) in group.chunks_exact(W).enumerate() {
-                let (e, m, r) = f.split(read::<W>(v));
-                em[l] = (e, m);
-                residual.push(r);
-                model.count(e, m);
-                let ee = model.e_enc[e as usize];
-                if ee >> 16 != 0 {
-                    enc.put(sym(ee, E_BITS), l);
-                } else {
-                    let freq = (1 << E_BITS) - model.escape_start;
-                    let escape = Sym {
-                        start: model.escape_start,
-                        freq,
-                        bits: E_BITS,
-                    };
-                    enc.put(escape, l);
-                    escaped |= 1 << l;
-                }
-            }
-            let lanes = group.len() / W;
-            for (l, &(e, _)) in em[..lanes].iter().enumerate() {
-                if escaped >> l & 1 != 0 {
-                    let raw = Sym {
-                        start: e as u32,
-                        freq: 1,
-                        bits: 8,
-                    };
-                    enc.put(raw, l);
-                }
-            }
-            for (l, &(e, m)) in em[..lanes].iter().enumerate() {
-                enc.put(sym(model.m_enc[e as usize][m as usize], M_BITS), l);
-            }
+        let em = &mut em[..end - i];
+        let values = data[i * W..end * W].chunks_exact(W);
+        for ((v, o), r) in values.zip(em.iter_mut()).zip(&mut residual[i..end]) {
+            let (e, m, rest) = f.split(read::<W>(v));
+            *o = (e as u16) << 3 | m as u16;
+            *r = rest;
         }
-        model.end_batch(0..256);
+        // Every symbol of the batch from the tables fitted before it.
+        let escape = model.escape_start | ((1 << E_BITS) - model.escape_start) << 16;
+        let m_enc = model.m_enc.as_flattened();
+        let slots = syms.e[i..end].iter_mut().zip(&mut syms.m[i..end]);
+        for (j, (&v, (e_sym, m_sym))) in em.iter().zip(slots).enumerate() {
+            let e = (v >> 3) as usize & 0xff;
+            let ee = model.e_enc[e];
+            *e_sym = if ee >> 16 != 0 {
+                ee
+            } else {
+                syms.escapes.push(((i + j) as u32, e as u8));
+                escape
+            };
+            *m_sym = m_enc[v as usize & 0x7ff];
+        }
+        for g in (i..end).step_by(LANES) {
+            syms.groups.push((g as u32, (end - g).min(LANES) as u32));
+        }
+        let exponents = model.count_batch(em);
+        model.end_batch(exponents);
         i = end;
         k += 1;
     }
     let at = out.len();
     out.extend_from_slice(&[0; 4]);
-    enc.finish(out);
+    kernel.encode(&syms, out);
     let len = (out.len() - at - 4) as u32;
     out[at..at + 4].copy_from_slice(&len.to_le_bytes());
     ibp::pack(&residual, f.rbits(), out);
@@ -465,6 +443,10 @@ fn read<const W: usize>(v: &[u8]) -> u64 {
 
 /// Codes `data`, an array of `dtype` values (a partial last value is kept raw).
 pub fn encode(data: &[u8], dtype: DType) -> Vec<u8> {
+    encode_with(data, dtype, lanes::Kernel::detect())
+}
+
+fn encode_with(data: &[u8], dtype: DType, kernel: lanes::Kernel) -> Vec<u8> {
     let w = dtype.width();
     let n = data.len() / w;
     let tail = &data[n * w..];
@@ -475,10 +457,10 @@ pub fn encode(data: &[u8], dtype: DType) -> Vec<u8> {
     out.extend_from_slice(tail);
     let body = &data[..n * w];
     match dtype {
-        DType::F16 => encode_w::<2, 5>(body, &mut out),
-        DType::BF16 => encode_w::<2, 8>(body, &mut out),
-        DType::F32 => encode_w::<4, 8>(body, &mut out),
-        DType::F64 => encode_w::<8, 8>(body, &mut out),
+        DType::F16 => encode_w::<2, 5>(body, kernel, &mut out),
+        DType::BF16 => encode_w::<2, 8>(body, kernel, &mut out),
+        DType::F32 => encode_w::<4, 8>(body, kernel, &mut out),
+        DType::F64 => encode_w::<8, 8>(body, kernel, &mut out),
     }
     out
 }
@@ -585,17 +567,99 @@ mod tests {
         }
     }
 
-    #[test]
-    fn every_kernel_decodes_the_same() {
-        let w = weights(70_000, 11);
+    /// The documented symbol order through the generic rANS encoder: the stream every
+    /// encoder kernel must write.
+    fn reference_stream<const W: usize, const EB: u32>(data: &[u8]) -> Vec<u8> {
+        use crate::coder::rans::Sym;
+        let f = Fields {
+            bits: 8 * W as u32,
+            ebits: EB,
+        };
+        let sym = |packed: u32, bits: u32| Sym {
+            start: packed & 0xffff,
+            freq: packed >> 16,
+            bits,
+        };
+        let n = data.len() / W;
+        let mut model = Model::new(LAZY);
+        let mut enc = rans::Encoder::with_capacity(2 * n);
+        let (mut i, mut k) = (0usize, 0u32);
+        while i < n {
+            let end = (i + batch_len(k)).min(n);
+            let em: Vec<u16> = data[i * W..end * W]
+                .chunks_exact(W)
+                .map(|v| {
+                    let (e, m, _) = f.split(read::<W>(v));
+                    (e as u16) << 3 | m as u16
+                })
+                .collect();
+            for group in em.chunks(LANES) {
+                for (l, &v) in group.iter().enumerate() {
+                    let ee = model.e_enc[(v >> 3) as usize];
+                    let escape = model.escape_start | ((1 << E_BITS) - model.escape_start) << 16;
+                    enc.put(sym(if ee >> 16 != 0 { ee } else { escape }, E_BITS), l);
+                }
+                for (l, &v) in group.iter().enumerate() {
+                    if model.e_enc[(v >> 3) as usize] >> 16 == 0 {
+                        enc.put(sym((v >> 3) as u32 | 1 << 16, 8), l);
+                    }
+                }
+                for (l, &v) in group.iter().enumerate() {
+                    enc.put(
+                        sym(model.m_enc[(v >> 3) as usize][v as usize & 7], M_BITS),
+                        l,
+                    );
+                }
+            }
+            let exponents = model.count_batch(&em);
+            model.end_batch(exponents);
+            i = end;
+            k += 1;
+        }
+        let mut out = Vec::new();
+        enc.finish(&mut out);
+        out
+    }
+
+    /// The rANS stream inside a payload of `encode` (no tail).
+    fn stream_of(payload: &[u8]) -> &[u8] {
+        let len = u32::from_le_bytes(payload[6..10].try_into().unwrap()) as usize;
+        &payload[10..10 + len]
+    }
+
+    /// Weights with never-seen exponents in both halves of many 32-value groups.
+    fn with_escapes(n: usize) -> Vec<u8> {
+        let w = weights(n, 11);
         let mut bits: Vec<u32> = w.iter().map(|v| v.to_bits()).collect();
-        // Exponents never seen before (escapes) in both halves of many 32-value groups.
         let rare = (0u32..256).filter(|e| !(100..=127).contains(e));
         for (k, e) in rare.enumerate() {
             let at = 64 + 32 * (k / 2) + if k % 2 == 0 { 3 } else { 20 };
             bits[at] = bits[at] & 0x807f_ffff | e << 23;
         }
-        let data: Vec<u8> = bits.iter().flat_map(|b| b.to_le_bytes()).collect();
+        bits.iter().flat_map(|b| b.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn every_kernel_encodes_the_documented_stream() {
+        let f32s = with_escapes(70_001);
+        let f16s = to_bytes(DType::F16, &weights(30_007, 3));
+        for kernel in [lanes::Kernel::Scalar, lanes::Kernel::detect()] {
+            let got = encode_with(&f32s, DType::F32, kernel);
+            assert!(
+                stream_of(&got) == reference_stream::<4, 8>(&f32s),
+                "{kernel:?}"
+            );
+            let got = encode_with(&f16s, DType::F16, kernel);
+            assert!(
+                stream_of(&got) == reference_stream::<2, 5>(&f16s),
+                "{kernel:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_kernel_decodes_the_same() {
+        let data = with_escapes(70_000);
         let packed = encode(&data, DType::F32);
         for kernel in [lanes::Kernel::Scalar, lanes::Kernel::detect()] {
             let back = decode_with(&packed, data.len(), Order::Lanes, kernel).unwrap();
