@@ -202,18 +202,34 @@ fn width_mask(bits: u32) -> u64 {
     }
 }
 
+/// How many of `words` have each bit set: four interleaved 4-bit counters per nibble,
+/// emptied every 15 words.
+fn bit_counts(words: &[u64]) -> [usize; 64] {
+    const NIBBLES: u64 = 0x1111_1111_1111_1111;
+    let mut ones = [0usize; 64];
+    for chunk in words.chunks(15) {
+        let mut c = [0u64; 4];
+        for &x in chunk {
+            for (r, c) in c.iter_mut().enumerate() {
+                *c += (x >> r) & NIBBLES;
+            }
+        }
+        for (r, &c) in c.iter().enumerate() {
+            for nib in 0..16 {
+                ones[4 * nib + r] += ((c >> (4 * nib)) & 0xf) as usize;
+            }
+        }
+    }
+    ones
+}
+
 /// Cheapest invariant mask and value for a group, or `None` when plain packing is cheaper.
 fn choose(words: &[u64], bits: u32) -> Option<(u64, u64)> {
     let n = words.len();
     // Bit statistics from every 8th word propose the masks; costs are then exact.
-    let sample = words.iter().step_by(8);
+    let sample: Vec<u64> = words.iter().step_by(8).copied().collect();
     let ns = sample.len();
-    let mut ones = [0usize; 64];
-    for &x in sample {
-        for (b, o) in ones.iter_mut().enumerate().take(bits as usize) {
-            *o += (x >> b) as usize & 1;
-        }
-    }
+    let ones = bit_counts(&sample);
     let plain = n as u64 * bits as u64;
     let mut best: Option<(u64, u64, u64)> = None;
     let mut tried = Vec::new();
@@ -250,10 +266,42 @@ pub fn pack(words: &[u64], bits: u32, out: &mut Vec<u8>) {
 }
 
 fn pack_with(words: &[u64], bits: u32, out: &mut Vec<u8>, bmi2: bool) {
-    let groups = words.len().div_ceil(GROUP);
-    let table = out.len();
-    out.resize(table + 4 * groups, 0);
-    for (g, chunk) in words.chunks(GROUP).enumerate() {
+    let mut p = Packer::with_path(bits, words.len(), bmi2);
+    for chunk in words.chunks(GROUP) {
+        p.group(chunk);
+    }
+    p.finish(out);
+}
+
+/// Packs a section group by group, so the words of one group are all it needs at a time.
+pub struct Packer {
+    bits: u32,
+    bmi2: bool,
+    /// Byte length of each group so far.
+    lens: Vec<u32>,
+    /// The groups so far.
+    body: Vec<u8>,
+}
+
+impl Packer {
+    /// A packer for words of `bits` width, about `n` of them.
+    pub fn new(bits: u32, n: usize) -> Self {
+        Self::with_path(bits, n, use_bmi2())
+    }
+
+    fn with_path(bits: u32, n: usize, bmi2: bool) -> Self {
+        Packer {
+            bits,
+            bmi2,
+            lens: Vec::with_capacity(n.div_ceil(GROUP)),
+            body: Vec::with_capacity(n * bits as usize / 8 + 64),
+        }
+    }
+
+    /// Packs the next group (GROUP words; only the last group of a section may be shorter).
+    pub fn group(&mut self, chunk: &[u64]) {
+        let (bits, bmi2) = (self.bits, self.bmi2);
+        let out = &mut self.body;
         let start = out.len();
         match choose(chunk, bits) {
             None => {
@@ -263,8 +311,14 @@ fn pack_with(words: &[u64], bits: u32, out: &mut Vec<u8>, bmi2: bool) {
                     acc: 0,
                     fill: 0,
                 };
-                for &x in chunk {
-                    w.put(x, bits);
+                // As many words per write as fit in 64 bits.
+                let per = (64 / bits).max(1) as usize;
+                for part in chunk.chunks(per) {
+                    let mut v = 0u64;
+                    for (t, &x) in part.iter().enumerate() {
+                        v |= x << (t as u32 * bits);
+                    }
+                    w.put(v, part.len() as u32 * bits);
                 }
                 w.finish();
             }
@@ -298,8 +352,16 @@ fn pack_with(words: &[u64], bits: u32, out: &mut Vec<u8>, bmi2: bool) {
                 }
             }
         }
-        let len = (out.len() - start) as u32;
-        out[table + 4 * g..table + 4 * g + 4].copy_from_slice(&len.to_le_bytes());
+        self.lens.push((out.len() - start) as u32);
+    }
+
+    /// Appends the section: the group lengths, then the groups.
+    pub fn finish(self, out: &mut Vec<u8>) {
+        out.reserve(4 * self.lens.len() + self.body.len());
+        for len in &self.lens {
+            out.extend_from_slice(&len.to_le_bytes());
+        }
+        out.extend_from_slice(&self.body);
     }
 }
 

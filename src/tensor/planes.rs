@@ -300,13 +300,19 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, o
         groups: Vec::with_capacity(n / LANES + 2),
     };
     let mut em = vec![0u16; MAX_BATCH];
-    let mut residual = vec![0u64; n];
+    // Residuals of the current IBP group (batches never straddle two).
+    let mut residual = vec![0u64; ibp::GROUP];
+    let mut packer = ibp::Packer::new(f.rbits(), n);
     let (mut i, mut k) = (0usize, 0u32);
     while i < n {
         let end = (i + batch_len(k)).min(n);
         let em = &mut em[..end - i];
         let values = data[i * W..end * W].chunks_exact(W);
-        for ((v, o), r) in values.zip(em.iter_mut()).zip(&mut residual[i..end]) {
+        let g0 = i % ibp::GROUP;
+        for ((v, o), r) in values
+            .zip(em.iter_mut())
+            .zip(&mut residual[g0..g0 + end - i])
+        {
             let (e, m, rest) = f.split(read::<W>(v));
             *o = (e as u16) << 3 | m as u16;
             *r = rest;
@@ -331,6 +337,9 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, o
         }
         let exponents = model.count_batch(em);
         model.end_batch(exponents);
+        if end % ibp::GROUP == 0 || end == n {
+            packer.group(&residual[..g0 + end - i]);
+        }
         i = end;
         k += 1;
     }
@@ -339,7 +348,7 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, o
     kernel.encode(&syms, out);
     let len = (out.len() - at - 4) as u32;
     out[at..at + 4].copy_from_slice(&len.to_le_bytes());
-    ibp::pack(&residual, f.rbits(), out);
+    packer.finish(out);
 }
 
 /// Order of the symbols in a tensor block's rANS stream.
