@@ -337,7 +337,7 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, o
         }
         let exponents = model.count_batch(em);
         model.end_batch(exponents);
-        if end % ibp::GROUP == 0 || end == n {
+        if end.is_multiple_of(ibp::GROUP) || end == n {
             packer.group(&residual[..g0 + end - i]);
         }
         i = end;
