@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 pub(crate) const LOW: u32 = 1 << 16;
 /// Independent coder states the encoder keeps; the caller says which one codes each symbol
 /// (the decoder must use the same), so that consecutive symbols can decode in parallel.
-pub const WAYS: usize = 32;
+pub const WAYS: usize = 64;
 
 /// One coded symbol: its slot range and the precision of its table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,20 +81,23 @@ pub fn fit(counts: &[u32], bits: u32, all: bool, extra: u32, freqs: &mut [u32]) 
 /// Encodes symbols (in coding order) into `out`.
 pub struct Encoder {
     syms: Vec<u64>,
+    ways: usize,
 }
 
 impl Encoder {
     /// An encoder expecting about `n` symbols.
-    pub fn with_capacity(n: usize) -> Self {
+    /// An encoder with states 0 to `ways - 1` (at most `WAYS`), expecting about `n` symbols.
+    pub fn new(n: usize, ways: usize) -> Self {
         Encoder {
             syms: Vec::with_capacity(n),
+            ways: ways.clamp(1, WAYS),
         }
     }
 
-    /// Queues one symbol, coded by state `way` (< WAYS).
+    /// Queues one symbol, coded by state `way` (< the encoder's ways).
     #[inline(always)]
     pub fn put(&mut self, s: Sym, way: usize) {
-        self.syms.push(s.pack(way % WAYS));
+        self.syms.push(s.pack(way % self.ways));
     }
 
     /// Writes the stream: symbols are coded last to first so that decoding runs forwards.
@@ -116,7 +119,7 @@ impl Encoder {
             *x = ((y / freq) << bits) + (y % freq) + start;
         }
         words.truncate(n);
-        for x in states.iter().rev() {
+        for x in states[..self.ways].iter().rev() {
             words.push(*x as u16);
             words.push((*x >> 16) as u16);
         }
@@ -255,7 +258,7 @@ mod tests {
 
     fn roundtrip(data: &[u8], bits: u32) -> usize {
         let (freqs, starts) = table(data, bits);
-        let mut enc = Encoder::with_capacity(data.len());
+        let mut enc = Encoder::new(data.len(), WAYS);
         for (i, &s) in data.iter().enumerate() {
             let sym = Sym {
                 start: starts[s as usize],
@@ -310,7 +313,7 @@ mod tests {
     fn corrupt_streams_are_reported() {
         let data = skewed(5000, 3);
         let (freqs, starts) = table(&data, 12);
-        let mut enc = Encoder::with_capacity(data.len());
+        let mut enc = Encoder::new(data.len(), WAYS);
         for (i, &s) in data.iter().enumerate() {
             let sym = Sym {
                 start: starts[s as usize],

@@ -1,5 +1,5 @@
 //! Decoding of a batch's exponent and mantissa-top symbols into `E << 3 | M`: the scalar
-//! reference for both stream orders and an AVX-512 kernel for groups of 32 lanes. Every path
+//! reference for both stream orders and AVX-512 kernels for groups of 16, 32 or 64 lanes. Every path
 //! reads the same words in the same order, so they agree bit for bit.
 
 use super::planes::{Model, E_BITS, M_BITS};
@@ -46,7 +46,7 @@ pub(super) fn pairs(x: &mut States, w: &mut Words, model: &Model, em: &mut [u16]
     }
 }
 
-/// One group of up to 32 values, value l on state l: exponents, escapes, mantissa tops.
+/// One group of up to 64 values, value l on state l: exponents, escapes, mantissa tops.
 fn group_scalar(x: &mut States, w: &mut Words, model: &Model, em: &mut [u16]) {
     let mut es = [0u8; WAYS];
     let mut escaped = [false; WAYS];
@@ -68,7 +68,7 @@ fn group_scalar(x: &mut States, w: &mut Words, model: &Model, em: &mut [u16]) {
 pub(super) enum Kernel {
     /// The scalar reference.
     Scalar,
-    /// AVX-512F: a group in two registers.
+    /// AVX-512F: a group in one to four registers.
     Avx512,
 }
 
@@ -83,32 +83,52 @@ impl Kernel {
         Kernel::Scalar
     }
 
-    /// Format version 3 order: the batch in groups of 32 lanes.
-    pub(super) fn lanes(self, x: &mut States, w: &mut Words, model: &Model, em: &mut [u16]) {
+    /// Format version 3 order: the batch in groups of `lanes` (16, 32 or 64) values.
+    pub(super) fn lanes(
+        self,
+        x: &mut States,
+        w: &mut Words,
+        model: &Model,
+        em: &mut [u16],
+        lanes: usize,
+    ) {
         let mut done = 0;
         #[cfg(target_arch = "x86_64")]
         if self == Kernel::Avx512 {
             // SAFETY: AVX-512F support was checked when the level was chosen.
-            done = unsafe { groups_avx512(x, w, model, em) };
+            done = unsafe {
+                match lanes {
+                    16 => groups_avx512::<1>(x, w, model, em),
+                    32 => groups_avx512::<2>(x, w, model, em),
+                    64 => groups_avx512::<4>(x, w, model, em),
+                    _ => 0,
+                }
+            };
         }
-        for group in em[done..].chunks_mut(WAYS) {
+        for group in em[done..].chunks_mut(lanes) {
             group_scalar(x, w, model, group);
         }
     }
 }
 
-/// Decodes whole groups while the stream has room for a group's worst case (3 words per
-/// lane) past the current position; returns the number of values decoded. Lanes 0-15 and
-/// 16-31 live in two registers whose dependency chains overlap.
+/// Decodes whole groups of `16 R` lanes (register r holds lanes 16 r to 16 r + 15, so `R`
+/// dependency chains overlap) while the stream has room for a group's worst case (3 words
+/// per lane) past the current position; returns the number of values decoded.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn groups_avx512(x: &mut States, w: &mut Words, model: &Model, em: &mut [u16]) -> usize {
+unsafe fn groups_avx512<const R: usize>(
+    x: &mut States,
+    w: &mut Words,
+    model: &Model,
+    em: &mut [u16],
+) -> usize {
     use std::arch::x86_64::*;
-    const GROUP_BYTES: usize = 3 * 2 * WAYS;
+    let lanes = 16 * R;
+    let group_bytes = 3 * 2 * lanes;
     let data = w.words;
     let mut pos = w.pos;
-    let mut xa = _mm512_loadu_si512(x.as_ptr().cast());
-    let mut xb = _mm512_loadu_si512(x.as_ptr().add(16).cast());
+    let mut xs: [__m512i; R] =
+        std::array::from_fn(|r| _mm512_loadu_si512(x[16 * r..].as_ptr().cast()));
     let low = _mm512_set1_epi32(1 << 16);
     let m12 = _mm512_set1_epi32(0xfff);
     let m9 = _mm512_set1_epi32(0x1ff);
@@ -120,72 +140,68 @@ unsafe fn groups_avx512(x: &mut States, w: &mut Words, model: &Model, em: &mut [
     let m_dec = model.m_dec.as_ptr() as *const i32;
     // Lanes in `active` whose state fell below LOW take the next words, in lane order.
     macro_rules! renorm {
-        ($xs:ident, $active:expr) => {{
+        ($xs:expr, $active:expr) => {{
             let need = _mm512_mask_cmplt_epu32_mask($active, $xs, low);
-            // In bounds: a group starts only with GROUP_BYTES left, at most 32 bytes a step.
+            // In bounds: a group starts only with group_bytes left, at most 32 bytes a step.
             let next = _mm256_loadu_si256(data.as_ptr().add(pos).cast());
             let fill = _mm512_maskz_expand_epi32(need, _mm512_cvtepu16_epi32(next));
             $xs = _mm512_mask_or_epi32($xs, need, _mm512_slli_epi32::<16>($xs), fill);
             pos += 2 * need.count_ones() as usize;
         }};
     }
-    // Exponent step: returns the decoded symbols and the escaped lanes.
-    macro_rules! e_step {
-        ($xs:ident) => {{
-            let slot = _mm512_and_si512($xs, m12);
+    let mut done = 0;
+    while done + lanes <= em.len() && pos + group_bytes <= data.len() {
+        // Exponents (and which lanes escaped).
+        let mut e = [_mm512_setzero_si512(); R];
+        let mut esc = [0u16; R];
+        for r in 0..R {
+            let slot = _mm512_and_si512(xs[r], m12);
             let d = _mm512_i32gather_epi32::<4>(slot, e_dec);
-            let esc = _mm512_cmpge_epu32_mask(slot, esc_start);
+            esc[r] = _mm512_cmpge_epu32_mask(slot, esc_start);
             let freq = _mm512_add_epi32(_mm512_and_si512(_mm512_srli_epi32::<8>(d), m12), one);
-            $xs = _mm512_add_epi32(
-                _mm512_mullo_epi32(freq, _mm512_srli_epi32::<E_BITS>($xs)),
+            xs[r] = _mm512_add_epi32(
+                _mm512_mullo_epi32(freq, _mm512_srli_epi32::<E_BITS>(xs[r])),
                 _mm512_srli_epi32::<20>(d),
             );
-            (_mm512_and_si512(d, m8), esc)
-        }};
-    }
-    // Escaped lanes take their exponent from the next 8 bits.
-    macro_rules! raw_step {
-        ($xs:ident, $e:ident, $esc:expr) => {{
-            $e = _mm512_mask_and_epi32($e, $esc, $xs, m8);
-            $xs = _mm512_mask_srli_epi32::<8>($xs, $esc, $xs);
-        }};
-    }
-    // Mantissa-top step: returns `e << 3 | m`.
-    macro_rules! m_step {
-        ($xs:ident, $e:expr) => {{
-            let idx = _mm512_or_si512(_mm512_slli_epi32::<M_BITS>($e), _mm512_and_si512($xs, m8));
+            e[r] = _mm512_and_si512(d, m8);
+        }
+        for x in xs.iter_mut() {
+            renorm!(*x, 0xffff);
+        }
+        // Escaped lanes take their exponent from the next 8 bits.
+        if esc.iter().any(|&m| m != 0) {
+            for r in 0..R {
+                e[r] = _mm512_mask_and_epi32(e[r], esc[r], xs[r], m8);
+                xs[r] = _mm512_mask_srli_epi32::<8>(xs[r], esc[r], xs[r]);
+            }
+            for r in 0..R {
+                renorm!(xs[r], esc[r]);
+            }
+        }
+        // Mantissa tops, from the table of each lane's exponent.
+        let out = em.as_mut_ptr().add(done);
+        for r in 0..R {
+            let idx = _mm512_or_si512(
+                _mm512_slli_epi32::<M_BITS>(e[r]),
+                _mm512_and_si512(xs[r], m8),
+            );
             let md = _mm512_i32gather_epi32::<4>(idx, m_dec);
             let freq = _mm512_and_si512(_mm512_srli_epi32::<3>(md), m9);
-            $xs = _mm512_add_epi32(
-                _mm512_mullo_epi32(freq, _mm512_srli_epi32::<M_BITS>($xs)),
+            xs[r] = _mm512_add_epi32(
+                _mm512_mullo_epi32(freq, _mm512_srli_epi32::<M_BITS>(xs[r])),
                 _mm512_srli_epi32::<12>(md),
             );
-            _mm512_or_si512(_mm512_slli_epi32::<3>($e), _mm512_and_si512(md, m3))
-        }};
-    }
-    let mut done = 0;
-    while done + WAYS <= em.len() && pos + GROUP_BYTES <= data.len() {
-        let (mut ea, esc_a) = e_step!(xa);
-        let (mut eb, esc_b) = e_step!(xb);
-        renorm!(xa, 0xffff);
-        renorm!(xb, 0xffff);
-        if esc_a | esc_b != 0 {
-            raw_step!(xa, ea, esc_a);
-            raw_step!(xb, eb, esc_b);
-            renorm!(xa, esc_a);
-            renorm!(xb, esc_b);
+            let v = _mm512_or_si512(_mm512_slli_epi32::<3>(e[r]), _mm512_and_si512(md, m3));
+            _mm256_storeu_si256(out.add(16 * r).cast(), _mm512_cvtepi32_epi16(v));
         }
-        let va = m_step!(xa, ea);
-        let vb = m_step!(xb, eb);
-        renorm!(xa, 0xffff);
-        renorm!(xb, 0xffff);
-        let out = em.as_mut_ptr().add(done);
-        _mm256_storeu_si256(out.cast(), _mm512_cvtepi32_epi16(va));
-        _mm256_storeu_si256(out.add(16).cast(), _mm512_cvtepi32_epi16(vb));
-        done += WAYS;
+        for x in xs.iter_mut() {
+            renorm!(*x, 0xffff);
+        }
+        done += lanes;
     }
-    _mm512_storeu_si512(x.as_mut_ptr().cast(), xa);
-    _mm512_storeu_si512(x.as_mut_ptr().add(16).cast(), xb);
+    for (r, xs) in xs.iter().enumerate() {
+        _mm512_storeu_si512(x[16 * r..].as_mut_ptr().cast(), *xs);
+    }
     w.pos = pos;
     done
 }
@@ -200,6 +216,8 @@ pub(super) struct Symbols {
     pub escapes: Vec<(u32, u8)>,
     /// Groups as (first value, number of values), in value order.
     pub groups: Vec<(u32, u32)>,
+    /// Values in a whole group (16, 32 or 64).
+    pub lanes: usize,
 }
 
 /// Encodes one symbol (`start`, `freq`, precision `BITS`) on state `x`, spilling a word first
@@ -254,16 +272,26 @@ impl Kernel {
             let escapes = &s.escapes[esc_start..esc_end];
             esc_end = esc_start;
             #[cfg(target_arch = "x86_64")]
-            if self == Kernel::Avx512 && len as usize == WAYS {
+            if self == Kernel::Avx512 && len as usize == s.lanes {
+                let (x, words, n) = (&mut x, &mut words, &mut n);
                 // SAFETY: AVX-512F support was checked when the level was chosen; `words`
                 // keeps 2 * WAYS spare entries past any symbol's word.
-                unsafe { encode_group_avx512(&mut x, s, g0, escapes, &mut words, &mut n) };
-                continue;
+                let done = unsafe {
+                    match s.lanes {
+                        16 => encode_group_avx512::<1>(x, s, g0, escapes, words, n),
+                        32 => encode_group_avx512::<2>(x, s, g0, escapes, words, n),
+                        64 => encode_group_avx512::<4>(x, s, g0, escapes, words, n),
+                        _ => false,
+                    }
+                };
+                if done {
+                    continue;
+                }
             }
             encode_group_scalar(&mut x, s, (g0, len), escapes, &mut words, &mut n);
         }
         words.truncate(n);
-        for x in x.iter().rev() {
+        for x in x[..s.lanes].iter().rev() {
             words.push(*x as u16);
             words.push((*x >> 16) as u16);
         }
@@ -274,28 +302,28 @@ impl Kernel {
     }
 }
 
-/// `encode_group_scalar` for a whole group of 32 lanes held in two registers; the quotients
-/// come from f64 division, exact for 32-bit states and frequencies up to 2^12.
+/// `encode_group_scalar` for a whole group of `16 R` lanes held in `R` registers; the
+/// quotients come from f64 division, exact for 32-bit states and frequencies up to 2^12.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn encode_group_avx512(
+unsafe fn encode_group_avx512<const R: usize>(
     x: &mut States,
     s: &Symbols,
     g0: u32,
     escapes: &[(u32, u8)],
     words: &mut [u16],
     n: &mut usize,
-) {
+) -> bool {
     use std::arch::x86_64::*;
     let g0 = g0 as usize;
-    let mut xa = _mm512_loadu_si512(x.as_ptr().cast());
-    let mut xb = _mm512_loadu_si512(x.as_ptr().add(16).cast());
+    let mut xs: [__m512i; R] =
+        std::array::from_fn(|r| _mm512_loadu_si512(x[16 * r..].as_ptr().cast()));
     let reverse = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     let low16 = _mm512_set1_epi32(0xffff);
     let out = words.as_mut_ptr();
     // The low words of the lanes in `spill`, last lane first.
     macro_rules! emit {
-        ($xs:ident, $spill:expr) => {{
+        ($xs:expr, $spill:expr) => {{
             let spill: u16 = $spill;
             let rev = _mm512_permutexvar_epi32(reverse, $xs);
             let packed = _mm512_maskz_compress_epi32(spill.reverse_bits(), rev);
@@ -321,51 +349,47 @@ unsafe fn encode_group_avx512(
             )
         }};
     }
-    // One symbol per lane from `syms` (16 entries `start | freq << 16`), precision `$bits`.
+    // One symbol per lane from `syms` (`start | freq << 16` per lane), precision `$bits`;
+    // registers last to first.
     macro_rules! phase {
-        ($xs:ident, $syms:expr, $bits:expr, $top:expr) => {{
-            let sym = _mm512_loadu_si512($syms.as_ptr().cast());
-            let freq = _mm512_srli_epi32::<16>(sym);
-            let spill = _mm512_cmpge_epu32_mask(_mm512_srli_epi32::<$top>($xs), freq);
-            emit!($xs, spill);
-            let y = _mm512_mask_srli_epi32::<16>($xs, spill, $xs);
-            let q = quotient!(y, freq);
-            let r = _mm512_sub_epi32(y, _mm512_mullo_epi32(q, freq));
-            $xs = _mm512_add_epi32(
-                _mm512_add_epi32(_mm512_slli_epi32::<$bits>(q), r),
-                _mm512_and_si512(sym, low16),
-            );
+        ($syms:expr, $bits:expr, $top:expr) => {{
+            for r in (0..R).rev() {
+                let sym = _mm512_loadu_si512($syms[g0 + 16 * r..g0 + 16 * r + 16].as_ptr().cast());
+                let freq = _mm512_srli_epi32::<16>(sym);
+                let spill = _mm512_cmpge_epu32_mask(_mm512_srli_epi32::<$top>(xs[r]), freq);
+                emit!(xs[r], spill);
+                let y = _mm512_mask_srli_epi32::<16>(xs[r], spill, xs[r]);
+                let q = quotient!(y, freq);
+                let rest = _mm512_sub_epi32(y, _mm512_mullo_epi32(q, freq));
+                xs[r] = _mm512_add_epi32(
+                    _mm512_add_epi32(_mm512_slli_epi32::<$bits>(q), rest),
+                    _mm512_and_si512(sym, low16),
+                );
+            }
         }};
     }
-    // Escaped lanes (`mask`) take their exponent `e` as 8 raw bits.
-    macro_rules! raw {
-        ($xs:ident, $mask:expr, $e:expr) => {{
-            let mask: u16 = $mask;
-            let spill = _mm512_mask_cmpge_epu32_mask(mask, $xs, _mm512_set1_epi32(1 << 24));
-            emit!($xs, spill);
-            let y = _mm512_mask_srli_epi32::<16>($xs, spill, $xs);
-            $xs = _mm512_mask_add_epi32($xs, mask, _mm512_slli_epi32::<8>(y), $e);
-        }};
-    }
-    phase!(xb, s.m[g0 + 16..g0 + 32], M_BITS, { 32 - M_BITS });
-    phase!(xa, s.m[g0..g0 + 16], M_BITS, { 32 - M_BITS });
+    phase!(s.m, M_BITS, { 32 - M_BITS });
     if !escapes.is_empty() {
-        let mut mask = 0u32;
+        // Escaped lanes take their exponent as 8 raw bits.
+        let mut mask = 0u64;
         let mut es = [0u32; WAYS];
         for &(at, e) in escapes {
             let l = at as usize - g0;
             mask |= 1 << l;
             es[l] = e as u32;
         }
-        raw!(
-            xb,
-            (mask >> 16) as u16,
-            _mm512_loadu_si512(es.as_ptr().add(16).cast())
-        );
-        raw!(xa, mask as u16, _mm512_loadu_si512(es.as_ptr().cast()));
+        for r in (0..R).rev() {
+            let m = (mask >> (16 * r)) as u16;
+            let e = _mm512_loadu_si512(es[16 * r..].as_ptr().cast());
+            let spill = _mm512_mask_cmpge_epu32_mask(m, xs[r], _mm512_set1_epi32(1 << 24));
+            emit!(xs[r], spill);
+            let y = _mm512_mask_srli_epi32::<16>(xs[r], spill, xs[r]);
+            xs[r] = _mm512_mask_add_epi32(xs[r], m, _mm512_slli_epi32::<8>(y), e);
+        }
     }
-    phase!(xb, s.e[g0 + 16..g0 + 32], E_BITS, { 32 - E_BITS });
-    phase!(xa, s.e[g0..g0 + 16], E_BITS, { 32 - E_BITS });
-    _mm512_storeu_si512(x.as_mut_ptr().cast(), xa);
-    _mm512_storeu_si512(x.as_mut_ptr().add(16).cast(), xb);
+    phase!(s.e, E_BITS, { 32 - E_BITS });
+    for (r, xs) in xs.iter().enumerate() {
+        _mm512_storeu_si512(x[16 * r..].as_mut_ptr().cast(), *xs);
+    }
+    true
 }

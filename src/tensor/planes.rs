@@ -26,8 +26,15 @@ const ESCAPE: u32 = 1;
 const LAZY: u32 = 4;
 /// Largest batch between two refits.
 const MAX_BATCH: usize = 4096;
-/// Values decoded side by side, one coder state each.
-const LANES: usize = rans::WAYS;
+/// Values coded side by side in a group, one coder state each, for a block of `n` values:
+/// more lanes decode faster but each costs 4 bytes of final state.
+fn lanes_for(n: usize) -> usize {
+    match n {
+        0..0x1_0000 => 16,
+        0x1_0000..0x2_0000 => 32,
+        _ => 64,
+    }
+}
 /// Exponent counts are halved when they reach this total; mantissa-top counts per exponent
 /// at `M_HALVE`.
 const E_HALVE: u32 = 1 << 13;
@@ -293,11 +300,13 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, o
     };
     let n = data.len() / W;
     let mut model = Model::new(LAZY);
+    let lanes = lanes_for(n);
     let mut syms = lanes::Symbols {
         e: vec![0; n],
         m: vec![0; n],
         escapes: Vec::new(),
-        groups: Vec::with_capacity(n / LANES + 2),
+        groups: Vec::with_capacity(n / lanes + 2),
+        lanes,
     };
     let mut em = vec![0u16; MAX_BATCH];
     // Residuals of the current IBP group (batches never straddle two).
@@ -332,8 +341,8 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, o
             };
             *m_sym = m_enc[v as usize & 0x7ff];
         }
-        for g in (i..end).step_by(LANES) {
-            syms.groups.push((g as u32, (end - g).min(LANES) as u32));
+        for g in (i..end).step_by(lanes) {
+            syms.groups.push((g as u32, (end - g).min(lanes) as u32));
         }
         let exponents = model.count_batch(em);
         model.end_batch(exponents);
@@ -343,6 +352,7 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, o
         i = end;
         k += 1;
     }
+    out.push(lanes as u8);
     let at = out.len();
     out.extend_from_slice(&[0; 4]);
     kernel.encode(&syms, out);
@@ -373,6 +383,19 @@ fn decode_w<const W: usize, const EB: u32>(
         bits: 8 * W as u32,
         ebits: EB,
     };
+    // Version 3 names its group width (version 2 has none: 4 states, value by value).
+    let (lanes, body) = match order {
+        Order::Pairs => (4, body),
+        Order::Lanes => {
+            let (&l, rest) = body
+                .split_first()
+                .ok_or_else(|| bad("missing lane count"))?;
+            if l != 16 && l != 32 && l != 64 {
+                return Err(bad("unknown lane count"));
+            }
+            (l as usize, rest)
+        }
+    };
     let len = body
         .get(..4)
         .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
@@ -384,12 +407,12 @@ fn decode_w<const W: usize, const EB: u32>(
     let mut residuals = ibp::Unpacker::for_level(rest, f.rbits(), n)?;
     let mut group = vec![0u64; ibp::GROUP];
     let mut em = vec![0u16; MAX_BATCH];
-    let (ways, lazy) = match order {
-        Order::Pairs => (4, 0),
-        Order::Lanes => (LANES, LAZY),
+    let lazy = match order {
+        Order::Pairs => 0,
+        Order::Lanes => LAZY,
     };
     let mut model = Model::new(lazy);
-    let (mut x, mut words) = rans::Decoder::new(stream, ways)?.split();
+    let (mut x, mut words) = rans::Decoder::new(stream, lanes)?.split();
     let start = out.len();
     out.resize(start + n * W, 0);
     let (mut i, mut k) = (0usize, 0u32);
@@ -402,7 +425,7 @@ fn decode_w<const W: usize, const EB: u32>(
         let em = &mut em[..end - i];
         match order {
             Order::Pairs => lanes::pairs(&mut x, &mut words, &model, em),
-            Order::Lanes => kernel.lanes(&mut x, &mut words, &model, em),
+            Order::Lanes => kernel.lanes(&mut x, &mut words, &model, em, lanes),
         }
         let exponents = model.count_batch(em);
         let g0 = i % ibp::GROUP;
@@ -591,7 +614,7 @@ mod tests {
         };
         let n = data.len() / W;
         let mut model = Model::new(LAZY);
-        let mut enc = rans::Encoder::with_capacity(2 * n);
+        let mut enc = rans::Encoder::new(2 * n, lanes_for(n));
         let (mut i, mut k) = (0usize, 0u32);
         while i < n {
             let end = (i + batch_len(k)).min(n);
@@ -602,7 +625,7 @@ mod tests {
                     (e as u16) << 3 | m as u16
                 })
                 .collect();
-            for group in em.chunks(LANES) {
+            for group in em.chunks(lanes_for(n)) {
                 for (l, &v) in group.iter().enumerate() {
                     let ee = model.e_enc[(v >> 3) as usize];
                     let escape = model.escape_start | ((1 << E_BITS) - model.escape_start) << 16;
@@ -632,8 +655,8 @@ mod tests {
 
     /// The rANS stream inside a payload of `encode` (no tail).
     fn stream_of(payload: &[u8]) -> &[u8] {
-        let len = u32::from_le_bytes(payload[6..10].try_into().unwrap()) as usize;
-        &payload[10..10 + len]
+        let len = u32::from_le_bytes(payload[7..11].try_into().unwrap()) as usize;
+        &payload[11..11 + len]
     }
 
     /// Weights with never-seen exponents in both halves of many 32-value groups.
@@ -650,29 +673,37 @@ mod tests {
 
     #[test]
     fn every_kernel_encodes_the_documented_stream() {
-        let f32s = with_escapes(70_001);
+        // 16, 32 and 64 lanes.
         let f16s = to_bytes(DType::F16, &weights(30_007, 3));
+        let f32s = with_escapes(70_001);
+        let big = with_escapes(270_003);
         for kernel in [lanes::Kernel::Scalar, lanes::Kernel::detect()] {
-            let got = encode_with(&f32s, DType::F32, kernel);
-            assert!(
-                stream_of(&got) == reference_stream::<4, 8>(&f32s),
-                "{kernel:?}"
-            );
             let got = encode_with(&f16s, DType::F16, kernel);
             assert!(
                 stream_of(&got) == reference_stream::<2, 5>(&f16s),
                 "{kernel:?}"
             );
+            for data in [&f32s, &big] {
+                let got = encode_with(data, DType::F32, kernel);
+                assert!(
+                    stream_of(&got) == reference_stream::<4, 8>(data),
+                    "{kernel:?}"
+                );
+            }
         }
     }
 
     #[test]
     fn every_kernel_decodes_the_same() {
-        let data = with_escapes(70_000);
-        let packed = encode(&data, DType::F32);
-        for kernel in [lanes::Kernel::Scalar, lanes::Kernel::detect()] {
-            let back = decode_with(&packed, data.len(), Order::Lanes, kernel).unwrap();
-            assert!(back == data, "{kernel:?}");
+        let f16s = to_bytes(DType::F16, &weights(30_007, 3));
+        let f32s = with_escapes(70_000);
+        let big = with_escapes(270_000);
+        for (data, dtype) in [(&f16s, DType::F16), (&f32s, DType::F32), (&big, DType::F32)] {
+            let packed = encode(data, dtype);
+            for kernel in [lanes::Kernel::Scalar, lanes::Kernel::detect()] {
+                let back = decode_with(&packed, data.len(), Order::Lanes, kernel).unwrap();
+                assert!(back == *data, "{kernel:?}");
+            }
         }
     }
 
