@@ -37,15 +37,12 @@ impl Sym {
 #[inline(always)]
 pub fn fit(counts: &[u32], bits: u32, all: bool, extra: u32, freqs: &mut [u32]) -> bool {
     let total_slots = 1u32 << bits;
-    // One pass for the total, the symbols present and the first most frequent symbol.
-    let (mut total, mut seen, mut top, mut best) = (0u64, 0u32, 0u32, 0usize);
-    for (i, &c) in counts.iter().enumerate() {
-        total += c as u64;
-        seen += u32::from(c > 0);
-        if c > top {
-            (top, best) = (c, i);
-        }
-    }
+    // Branch-free passes (they vectorise) for the total, the symbols present and the
+    // largest count; then the first symbol with that count.
+    let total: u64 = counts.iter().map(|&c| c as u64).sum();
+    let seen = counts.iter().map(|&c| u32::from(c > 0)).sum::<u32>();
+    let top = counts.iter().fold(0, |a, &c| a.max(c));
+    let best = counts.iter().position(|&c| c == top).unwrap_or(0);
     let present = if all { counts.len() as u32 } else { seen };
     if present == 0 || present + extra > total_slots {
         freqs.iter_mut().for_each(|f| *f = 0);

@@ -13,6 +13,7 @@
 use super::{ibp, lanes, DType};
 use crate::coder::rans::{self, fit};
 use crate::error::{Error, Result};
+use std::mem::MaybeUninit;
 use std::ops::Range;
 
 /// Precision of the exponent table.
@@ -414,7 +415,9 @@ fn decode_w<const W: usize, const EB: u32>(
     let mut model = Model::new(lazy);
     let (mut x, mut words) = rans::Decoder::new(stream, lanes)?.split();
     let start = out.len();
-    out.resize(start + n * W, 0);
+    out.reserve(n * W);
+    // Written batch by batch below, every byte once; not zeroed first.
+    let values = &mut out.spare_capacity_mut()[..n * W];
     let (mut i, mut k) = (0usize, 0u32);
     while i < n {
         if i % ibp::GROUP == 0 {
@@ -430,7 +433,7 @@ fn decode_w<const W: usize, const EB: u32>(
         let exponents = model.count_batch(em);
         let g0 = i % ibp::GROUP;
         let res = &group[g0..g0 + (end - i)];
-        join_all::<W, EB>(em, res, &mut out[start + i * W..start + end * W]);
+        join_all::<W, EB>(em, res, &mut values[i * W..end * W]);
         model.end_batch(exponents);
         i = end;
         k += 1;
@@ -438,24 +441,35 @@ fn decode_w<const W: usize, const EB: u32>(
     if residuals.consumed() != rest.len() {
         return Err(bad("unexpected bytes after the data"));
     }
-    rans::Decoder::join(x, words).finish()
+    rans::Decoder::join(x, words).finish()?;
+    // SAFETY: the batches cover values 0..n and `join_all` wrote all W bytes of each.
+    unsafe { out.set_len(start + n * W) };
+    Ok(())
 }
 
-/// Joins each `e << 3 | m` with its residual into `out` (with the widest vectors allowed).
-fn join_all<const W: usize, const EB: u32>(em: &[u16], res: &[u64], out: &mut [u8]) {
+/// Joins each `e << 3 | m` with its residual into `out`, W bytes per value (with the widest
+/// vectors allowed).
+fn join_all<const W: usize, const EB: u32>(em: &[u16], res: &[u64], out: &mut [MaybeUninit<u8>]) {
     #[inline(always)]
-    fn body<const W: usize, const EB: u32>(em: &[u16], res: &[u64], out: &mut [u8]) {
+    fn body<const W: usize, const EB: u32>(em: &[u16], res: &[u64], out: &mut [MaybeUninit<u8>]) {
         let f = Fields {
             bits: 8 * W as u32,
             ebits: EB,
         };
         for ((o, &v), &r) in out.chunks_exact_mut(W).zip(em).zip(res) {
-            o.copy_from_slice(&f.join(v, r).to_le_bytes()[..W]);
+            let bytes = f.join(v, r).to_le_bytes();
+            let value: [u8; W] = std::array::from_fn(|t| bytes[t]);
+            // SAFETY: `o` is W bytes long, and `[u8; W]` has alignment 1.
+            unsafe { o.as_mut_ptr().cast::<[u8; W]>().write(value) };
         }
     }
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
-    unsafe fn avx512<const W: usize, const EB: u32>(em: &[u16], res: &[u64], out: &mut [u8]) {
+    unsafe fn avx512<const W: usize, const EB: u32>(
+        em: &[u16],
+        res: &[u64],
+        out: &mut [MaybeUninit<u8>],
+    ) {
         body::<W, EB>(em, res, out)
     }
     #[cfg(target_arch = "x86_64")]
