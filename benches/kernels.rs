@@ -228,6 +228,14 @@ fn tensor(c: &mut Criterion) {
     g.bench_function(BenchmarkId::new("f32 decode", data.len()), |b| {
         b.iter(|| black_box(decode(&packed, data.len(), Order::Lanes).expect("valid")))
     });
+    // The same bytes through zstd level 3 (the `zstd` crate sep links), timed in this run.
+    g.bench_function(BenchmarkId::new("zstd-3 compress", data.len()), |b| {
+        b.iter(|| black_box(zstd::bulk::compress(&data, 3).expect("zstd")))
+    });
+    let zpacked = zstd::bulk::compress(&data, 3).expect("zstd");
+    g.bench_function(BenchmarkId::new("zstd-3 decompress", data.len()), |b| {
+        b.iter(|| black_box(zstd::bulk::decompress(&zpacked, data.len()).expect("zstd")))
+    });
     // IBP on widened-bf16 words (low 16 bits zero): the case it exists for.
     let words: Vec<u64> = data
         .chunks_exact(4)
@@ -249,10 +257,11 @@ fn tensor(c: &mut Criterion) {
     });
     g.finish();
     eprintln!(
-        "tensor f32: {} -> {} bytes (ratio {:.4}); ibp on widened bf16: ratio {:.3}",
+        "tensor f32: {} -> {} bytes (ratio {:.4}; zstd-3 {:.4}); ibp on widened bf16: ratio {:.3}",
         data.len(),
         packed.len(),
         data.len() as f64 / packed.len() as f64,
+        data.len() as f64 / zpacked.len() as f64,
         (4 * words.len()) as f64 / ibp_bytes.len() as f64
     );
 }

@@ -5,6 +5,7 @@
 use super::planes::{Model, E_BITS, M_BITS};
 use crate::coder::rans::{self, Words, WAYS};
 use crate::engine::{level, KernelLevel};
+use std::cell::RefCell;
 
 /// Coder states, one per lane.
 type States = [u32; WAYS];
@@ -218,6 +219,43 @@ pub(super) struct Symbols {
     pub groups: Vec<(u32, u32)>,
     /// Values in a whole group (16, 32 or 64).
     pub lanes: usize,
+    /// Space for the stream's words.
+    words: Vec<u16>,
+}
+
+thread_local! {
+    /// The buffers of the last block this thread encoded: reused, so that encoding large
+    /// blocks does not fault in fresh pages each time.
+    static SPARE: RefCell<Option<Symbols>> = const { RefCell::new(None) };
+}
+
+impl Symbols {
+    /// Room for the symbols of `n` values in groups of `lanes` (zeroed, to be overwritten).
+    pub(super) fn new(n: usize, lanes: usize) -> Self {
+        let mut s = SPARE
+            .with(|spare| spare.borrow_mut().take())
+            .unwrap_or(Symbols {
+                e: Vec::new(),
+                m: Vec::new(),
+                escapes: Vec::new(),
+                groups: Vec::new(),
+                lanes,
+                words: Vec::new(),
+            });
+        s.e.clear();
+        s.e.resize(n, 0);
+        s.m.clear();
+        s.m.resize(n, 0);
+        s.escapes.clear();
+        s.groups.clear();
+        s.lanes = lanes;
+        s
+    }
+
+    /// Keeps the buffers for this thread's next block.
+    pub(super) fn recycle(self) {
+        SPARE.with(|spare| *spare.borrow_mut() = Some(self));
+    }
 }
 
 /// Encodes one symbol (`start`, `freq`, precision `BITS`) on state `x`, spilling a word first
@@ -258,10 +296,16 @@ fn encode_group_scalar(
 impl Kernel {
     /// Writes the rANS stream of `s` to `out` (the layout `rans::Encoder` writes for the same
     /// symbols: final states, then the words in decoding order).
-    pub(super) fn encode(self, s: &Symbols, out: &mut Vec<u8>) {
+    pub(super) fn encode(self, syms: &mut Symbols, out: &mut Vec<u8>) {
         let mut x: States = [rans::LOW; WAYS];
         // At most one word per symbol, and room for a vector store past the last one.
-        let mut words = vec![0u16; s.e.len() + s.m.len() + s.escapes.len() + 2 * WAYS];
+        let mut words = std::mem::take(&mut syms.words);
+        words.clear();
+        words.resize(
+            syms.e.len() + syms.m.len() + syms.escapes.len() + 2 * WAYS,
+            0,
+        );
+        let s = &*syms;
         let mut n = 0;
         let mut esc_end = s.escapes.len();
         for &(g0, len) in s.groups.iter().rev() {
@@ -299,6 +343,7 @@ impl Kernel {
         for w in words.iter().rev() {
             out.extend_from_slice(&w.to_le_bytes());
         }
+        syms.words = words;
     }
 }
 

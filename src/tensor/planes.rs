@@ -302,13 +302,7 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, o
     let n = data.len() / W;
     let mut model = Model::new(LAZY);
     let lanes = lanes_for(n);
-    let mut syms = lanes::Symbols {
-        e: vec![0; n],
-        m: vec![0; n],
-        escapes: Vec::new(),
-        groups: Vec::with_capacity(n / lanes + 2),
-        lanes,
-    };
+    let mut syms = lanes::Symbols::new(n, lanes);
     let mut em = vec![0u16; MAX_BATCH];
     // Residuals of the current IBP group (batches never straddle two).
     let mut residual = vec![0u64; ibp::GROUP];
@@ -356,7 +350,8 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, o
     out.push(lanes as u8);
     let at = out.len();
     out.extend_from_slice(&[0; 4]);
-    kernel.encode(&syms, out);
+    kernel.encode(&mut syms, out);
+    syms.recycle();
     let len = (out.len() - at - 4) as u32;
     out[at..at + 4].copy_from_slice(&len.to_le_bytes());
     packer.finish(out);
