@@ -448,6 +448,9 @@ impl<'a> Unpacker<'a> {
                 if mask & !width_mask(bits) != 0 {
                     return Err(damaged());
                 }
+                if mode == 2 {
+                    return self.every_participates(&rest[16..], mask, value, out);
+                }
                 // Mode 2: every word participates.
                 const EVERY: [u8; GROUP / 8] = [0xff; GROUP / 8];
                 let part = if mode == 1 { &head[16..] } else { &EVERY[..] };
@@ -468,6 +471,57 @@ impl<'a> Unpacker<'a> {
             }
             _ => Err(damaged()),
         }
+    }
+}
+
+impl Unpacker<'_> {
+    /// Mode 2: the variant bits of every word, packed at their count k, unpacked as plain
+    /// k-bit words and put back in place (a shift when they are contiguous).
+    fn every_participates(
+        &self,
+        packed: &[u8],
+        mask: u64,
+        value: u64,
+        out: &mut [u64],
+    ) -> Result<()> {
+        let keep = !mask & width_mask(self.bits);
+        let k = keep.count_ones();
+        let base = value & mask;
+        if k == 0 {
+            out.fill(base);
+            return Ok(());
+        }
+        if (packed.len() as u64) * 8 < out.len() as u64 * k as u64 {
+            return Err(damaged());
+        }
+        unpack_plain(packed, k, out, self.bmi2);
+        let shift = keep.trailing_zeros();
+        if keep >> shift == width_mask(k) {
+            for o in out.iter_mut() {
+                *o = base | *o << shift;
+            }
+            return Ok(());
+        }
+        #[cfg(target_arch = "x86_64")]
+        if self.bmi2 {
+            // SAFETY: BMI2 support was checked at run time.
+            unsafe { deposit_bmi2(out, keep, base) };
+            return Ok(());
+        }
+        for o in out.iter_mut() {
+            *o = base | pdep_portable(*o, keep);
+        }
+        Ok(())
+    }
+}
+
+/// `base | pdep(word, keep)` for every word.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi2")]
+unsafe fn deposit_bmi2(out: &mut [u64], keep: u64, base: u64) {
+    use std::arch::x86_64::_pdep_u64;
+    for o in out.iter_mut() {
+        *o = base | _pdep_u64(*o, keep);
     }
 }
 
@@ -602,6 +656,38 @@ mod tests {
                     assert_eq!(used, packed.len());
                     assert_eq!(back, w);
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn groups_where_every_word_participates() {
+        // Contiguous, scattered and no variant bits (mode 2, without a bitmap).
+        for (bits, inv) in [
+            (21, 0xffff),
+            (48, 0xffff_0000_00f0),
+            (64, 0xf0f0_f0f0_0000_ffff),
+            (7, 0x7f),
+        ] {
+            let mut x = bits as u64;
+            let w: Vec<u64> = (0..GROUP + 100)
+                .map(|_| {
+                    (xorshift(&mut x) & width_mask(bits) & !inv) | (0x5a5a_5a5a_5a5a_5a5a & inv)
+                })
+                .collect();
+            for bmi2 in [false, use_bmi2()] {
+                let mut packed = Vec::new();
+                pack_with(&w, bits, &mut packed, bmi2);
+                assert_eq!(packed[8], 2, "bits {bits}: mode of the first group");
+                let mut back = vec![0u64; w.len()];
+                let used = unpack_with(&packed, bits, &mut back, bmi2).unwrap();
+                assert_eq!(used, packed.len());
+                assert_eq!(back, w, "bits {bits}");
+                let cut = &packed[..packed.len() - 1];
+                assert!(
+                    unpack_with(cut, bits, &mut back, bmi2).is_err(),
+                    "bits {bits}"
+                );
             }
         }
     }
