@@ -140,13 +140,15 @@ impl Apm {
 
     /// Like `new`, reusing `t`'s memory.
     pub fn new_in(contexts: usize, rate: u32, mut t: Vec<u16>) -> Self {
+        // Every context starts from the same row: computed once, copied.
+        let row: [u16; 33] = std::array::from_fn(|j| {
+            let p = squash((j as f32 - 16.0) * 0.5);
+            ((p * 65535.0) as u32).clamp(1, 65535) as u16
+        });
         t.clear();
         t.reserve(contexts * 33);
         for _ in 0..contexts {
-            for j in 0..33 {
-                let p = squash((j as f32 - 16.0) * 0.5);
-                t.push(((p * 65535.0) as u32).clamp(1, 65535) as u16);
-            }
+            t.extend_from_slice(&row);
         }
         Apm { t, idx: 0, rate }
     }
