@@ -1,16 +1,22 @@
 //! Tensor-path tuning harness: ratio and single-core speed of the tensor codec on the float
 //! segments of each file given (other segments counted at their raw size).
 //! Usage: cargo run --release --example tensor -- FILE...
+//! `SEP_DTYPE=f32` (or f16, bf16, f64) reads raw arrays; `SEP_KERNELS` picks the kernel level.
 
-use sep::tensor::{decode, encode, layout, Kind, Order};
+use sep::engine::{set_level, KernelLevel};
+use sep::tensor::{decode, encode, layout, DType, Kind, Order};
 use std::time::Instant;
 
 fn main() {
+    set_level(KernelLevel::from_env().expect("SEP_KERNELS"));
+    let raw: Option<DType> = std::env::var("SEP_DTYPE")
+        .ok()
+        .map(|d| d.parse().expect("SEP_DTYPE"));
     for path in std::env::args().skip(1) {
         let data = std::fs::read(&path).expect("read");
         let (mut at, mut packed, mut tensor_bytes) = (0usize, 0usize, 0usize);
         let (mut t_enc, mut t_dec) = (0f64, 0f64);
-        for seg in layout(&data, None) {
+        for seg in layout(&data, raw) {
             let part = &data[at..at + seg.len as usize];
             at += seg.len as usize;
             match seg.kind {
