@@ -738,10 +738,18 @@ mod tests {
     fn random_damage_never_panics() {
         let mut x = 77u64;
         let mut rnd = move || xorshift(&mut x);
-        for dtype in [DType::F16, DType::F32, DType::F64] {
-            let data = to_bytes(dtype, &weights(6000, 4));
+        // 16, 32 and 64 lanes; damage in the rANS stream reaches the vector kernels' bounds.
+        let cases = [
+            (DType::F16, 6000),
+            (DType::F32, 6000),
+            (DType::F64, 6000),
+            (DType::F32, 70_000),
+            (DType::BF16, 140_000),
+        ];
+        for (dtype, n) in cases {
+            let data = to_bytes(dtype, &weights(n, 4));
             let packed = encode(&data, dtype);
-            for _ in 0..400 {
+            for _ in 0..if n > 10_000 { 60 } else { 400 } {
                 let mut bad = packed.clone();
                 for _ in 0..1 + rnd() % 4 {
                     let i = rnd() as usize % bad.len();
@@ -750,10 +758,15 @@ mod tests {
                 if rnd() % 4 == 0 {
                     bad.truncate(rnd() as usize % bad.len());
                 }
-                // Either an error or some bytes of the right length; never a panic.
-                if let Ok(d) = decode(&bad, data.len(), Order::Lanes) {
+                // Either an error or some bytes of the right length; never a panic; and the
+                // same from every kernel.
+                let got = decode_with(&bad, data.len(), Order::Lanes, lanes::Kernel::Scalar);
+                if let Ok(d) = &got {
                     assert_eq!(d.len(), data.len());
                 }
+                let fast = decode_with(&bad, data.len(), Order::Lanes, lanes::Kernel::detect());
+                assert_eq!(got.is_ok(), fast.is_ok());
+                assert!(got.ok() == fast.ok(), "kernels disagree on damaged input");
             }
         }
     }
