@@ -12,6 +12,8 @@
 
 use super::{ibp, lanes, DType};
 use crate::coder::rans::{self, fit};
+#[cfg(target_arch = "x86_64")]
+use crate::engine::{level, KernelLevel};
 use crate::error::{Error, Result};
 use std::mem::MaybeUninit;
 use std::ops::Range;
@@ -188,10 +190,12 @@ impl Model {
     /// repeats of a symbol do not wait on each other, merged over the range the batch used.
     /// Returns the range of exponents the batch holds.
     fn count_batch(&mut self, em: &[u16]) -> Range<usize> {
+        // SAFETY: the kernel level is never above what the CPU supports.
         #[cfg(target_arch = "x86_64")]
-        if wide() {
-            // SAFETY: `wide` checked the CPU's support.
-            return unsafe { self.count_batch_avx512(em) };
+        match level() {
+            KernelLevel::Avx512 => return unsafe { self.count_batch_avx512(em) },
+            KernelLevel::Avx2 => return unsafe { self.count_batch_avx2(em) },
+            KernelLevel::Scalar => {}
         }
         self.count_batch_body(em)
     }
@@ -199,6 +203,12 @@ impl Model {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
     unsafe fn count_batch_avx512(&mut self, em: &[u16]) -> Range<usize> {
+        self.count_batch_body(em)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn count_batch_avx2(&mut self, em: &[u16]) -> Range<usize> {
         self.count_batch_body(em)
     }
 
@@ -236,10 +246,12 @@ impl Model {
     /// exponent counts up to date and refits the exponent table.
     /// Exponents outside `exponents` must not have been counted in the batch.
     fn end_batch(&mut self, exponents: Range<usize>) {
+        // SAFETY: the kernel level is never above what the CPU supports.
         #[cfg(target_arch = "x86_64")]
-        if wide() {
-            // SAFETY: `wide` checked the CPU's support.
-            return unsafe { self.end_batch_avx512(exponents) };
+        match level() {
+            KernelLevel::Avx512 => return unsafe { self.end_batch_avx512(exponents) },
+            KernelLevel::Avx2 => return unsafe { self.end_batch_avx2(exponents) },
+            KernelLevel::Scalar => {}
         }
         self.end_batch_body(exponents)
     }
@@ -247,6 +259,12 @@ impl Model {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
     unsafe fn end_batch_avx512(&mut self, exponents: Range<usize>) {
+        self.end_batch_body(exponents)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn end_batch_avx2(&mut self, exponents: Range<usize>) {
         self.end_batch_body(exponents)
     }
 
@@ -267,12 +285,6 @@ impl Model {
         }
         self.refit_e();
     }
-}
-
-/// Whether the model's bookkeeping may run with AVX-512 (integer work: same results).
-#[inline(always)]
-fn wide() -> bool {
-    crate::engine::level() == crate::engine::KernelLevel::Avx512
 }
 
 /// Adds `slot << SHIFT` (wrapping) to every entry of a decode table.
@@ -468,9 +480,20 @@ fn join_all<const W: usize, const EB: u32>(em: &[u16], res: &[u64], out: &mut [M
         body::<W, EB>(em, res, out)
     }
     #[cfg(target_arch = "x86_64")]
-    if wide() {
-        // SAFETY: the kernel level is never above what the CPU supports.
-        return unsafe { avx512::<W, EB>(em, res, out) };
+    #[target_feature(enable = "avx2")]
+    unsafe fn avx2<const W: usize, const EB: u32>(
+        em: &[u16],
+        res: &[u64],
+        out: &mut [MaybeUninit<u8>],
+    ) {
+        body::<W, EB>(em, res, out)
+    }
+    // SAFETY: the kernel level is never above what the CPU supports.
+    #[cfg(target_arch = "x86_64")]
+    match level() {
+        KernelLevel::Avx512 => return unsafe { avx512::<W, EB>(em, res, out) },
+        KernelLevel::Avx2 => return unsafe { avx2::<W, EB>(em, res, out) },
+        KernelLevel::Scalar => {}
     }
     body::<W, EB>(em, res, out)
 }
@@ -686,7 +709,7 @@ mod tests {
         let f16s = to_bytes(DType::F16, &weights(30_007, 3));
         let f32s = with_escapes(70_001);
         let big = with_escapes(270_003);
-        for kernel in [lanes::Kernel::Scalar, lanes::Kernel::detect()] {
+        for kernel in lanes::Kernel::supported() {
             let got = encode_with(&f16s, DType::F16, kernel);
             assert!(
                 stream_of(&got) == reference_stream::<2, 5>(&f16s),
@@ -709,7 +732,7 @@ mod tests {
         let big = with_escapes(270_000);
         for (data, dtype) in [(&f16s, DType::F16), (&f32s, DType::F32), (&big, DType::F32)] {
             let packed = encode(data, dtype);
-            for kernel in [lanes::Kernel::Scalar, lanes::Kernel::detect()] {
+            for kernel in lanes::Kernel::supported() {
                 let back = decode_with(&packed, data.len(), Order::Lanes, kernel).unwrap();
                 assert!(back == *data, "{kernel:?}");
             }
@@ -764,9 +787,14 @@ mod tests {
                 if let Ok(d) = &got {
                     assert_eq!(d.len(), data.len());
                 }
-                let fast = decode_with(&bad, data.len(), Order::Lanes, lanes::Kernel::detect());
-                assert_eq!(got.is_ok(), fast.is_ok());
-                assert!(got.ok() == fast.ok(), "kernels disagree on damaged input");
+                for kernel in lanes::Kernel::supported() {
+                    let fast = decode_with(&bad, data.len(), Order::Lanes, kernel);
+                    assert!(
+                        got.as_ref().ok() == fast.as_ref().ok(),
+                        "{kernel:?} disagrees"
+                    );
+                    assert_eq!(got.is_ok(), fast.is_ok());
+                }
             }
         }
     }
