@@ -97,8 +97,8 @@ pub struct Stats {
 }
 
 /// Compresses everything `input` yields into a complete archive on `output`. Without a
-/// layout or dtype in `opts`, a stream that starts like a safetensors file takes the tensor
-/// path from its header.
+/// layout or dtype in `opts`, a stream that starts like a safetensors or .npy file takes the
+/// tensor path from its header.
 pub fn compress(mut input: impl Read, mut output: impl Write, opts: &Options) -> Result<Stats> {
     if opts.layout.is_some() || opts.dtype.is_some() {
         return pipeline::compress(&mut input, &mut output, opts);

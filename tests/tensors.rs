@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use sep::select::neural_predicted;
-use sep::tensor::{layout, Kind};
+use sep::tensor::{layout, sniff_stream, Kind};
 use std::fs;
 
 #[test]
@@ -19,6 +19,10 @@ fn detection_never_misfires_on_the_corpora() {
                 "{}: {l:?}",
                 path.display()
             );
+            // Nor on the same bytes as a stream, whose head is given back whole.
+            let (head, streamed) = sniff_stream(&mut &data[..]).unwrap();
+            assert!(streamed.is_none(), "{}: {streamed:?}", path.display());
+            assert!(data.starts_with(&head), "{}", path.display());
             // And the codec choice keeps the neural model for every block of them.
             for block in data.chunks(sep::DEFAULT_BLOCK_SIZE as usize) {
                 assert!(neural_predicted(block), "{}", path.display());
@@ -95,6 +99,21 @@ fn npy_and_raw_arrays_round_trip() {
     npy.extend_from_slice(floats);
     fs::write(d.join("w.npy"), &npy).unwrap();
     check_file(d, "w.npy", &[]);
+    // The .npy from stdin: recognised from its header, also with data after the array or cut
+    // short (the rest then codes as it can).
+    let mut longer = npy.clone();
+    longer.extend_from_slice(b"trailing");
+    let short = &npy[..npy.len() - 1000];
+    for input in [&npy[..], &longer[..], short] {
+        let r = sep_env(d, &["compress", "-q", "-c"], input, &[]);
+        ok(&r);
+        fs::write(d.join("s.sep"), &r.stdout).unwrap();
+        let info = String::from_utf8(sep(d, &["info", "s.sep"]).stdout).unwrap();
+        assert!(info.contains(" tensor "), "{info}");
+        let back = sep(d, &["decompress", "-q", "-c", "s.sep"]);
+        ok(&back);
+        assert!(back.stdout == input, "npy from stdin");
+    }
     let mut raw = floats.to_vec();
     raw.push(7);
     fs::write(d.join("w.f32"), &raw).unwrap();

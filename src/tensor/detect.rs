@@ -112,14 +112,29 @@ fn tensor_parts(
 /// Largest safetensors header read from a stream to find its structure.
 const MAX_STREAM_HEADER: u64 = 16 << 20;
 
-/// Reads the start of a stream and, if it is a safetensors file, returns its segments (the
-/// stream's length being unknown, the last tensor's end is where they stop). Returns the
+/// Reads the start of a stream and, if it is a safetensors or .npy file, returns its segments
+/// (the stream's length being unknown, the last tensor's end is where they stop). Returns the
 /// bytes read, which the caller must still code, in front of the rest of the stream.
 pub fn sniff_stream(input: &mut impl Read) -> std::io::Result<(Vec<u8>, Option<Vec<Segment>>)> {
     let mut head = Vec::new();
     input.by_ref().take(8).read_to_end(&mut head)?;
     if head.len() < 8 {
         return Ok((head, None));
+    }
+    if head.starts_with(b"\x93NUMPY") {
+        input.by_ref().take(4).read_to_end(&mut head)?;
+        let Some((start, len)) = npy_preamble(&head) else {
+            return Ok((head, None));
+        };
+        if len as u64 > MAX_STREAM_HEADER {
+            return Ok((head, None));
+        }
+        let want = (start + len).saturating_sub(head.len()) as u64;
+        input.by_ref().take(want).read_to_end(&mut head)?;
+        let parts = npy_header(&head).map(|(end, dtype, bytes)| {
+            vec![(end as u64, Kind::General), (bytes, Kind::Tensor(dtype))]
+        });
+        return Ok((head, parts.map(merge)));
     }
     let n = u64::from_le_bytes(head[..8].try_into().unwrap_or([0; 8]));
     if !(2..=MAX_STREAM_HEADER).contains(&n) {
@@ -137,21 +152,40 @@ pub fn sniff_stream(input: &mut impl Read) -> std::io::Result<(Vec<u8>, Option<V
 
 /// Segments of a .npy file holding little-endian floats, or `None`.
 fn npy(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
+    let (end, dtype, bytes) = npy_header(data)?;
+    let rest = (data.len() - end) as u64;
+    if bytes > rest {
+        return None;
+    }
+    Some(vec![
+        (end as u64, Kind::General),
+        (bytes, Kind::Tensor(dtype)),
+        (rest - bytes, Kind::General),
+    ])
+}
+
+/// Length of the .npy preamble (magic, version, header length) before the header, from its
+/// first 12 bytes, or `None` if they are not one.
+fn npy_preamble(data: &[u8]) -> Option<(usize, usize)> {
     if data.get(..6)? != b"\x93NUMPY" {
         return None;
     }
-    let major = *data.get(6)?;
-    let (len, start): (usize, usize) = match major {
-        1 => (
-            u16::from_le_bytes([*data.get(8)?, *data.get(9)?]) as usize,
+    match *data.get(6)? {
+        1 => Some((
             10,
-        ),
-        2 | 3 => (
-            u32::from_le_bytes(data.get(8..12)?.try_into().ok()?) as usize,
+            u16::from_le_bytes([*data.get(8)?, *data.get(9)?]) as usize,
+        )),
+        2 | 3 => Some((
             12,
-        ),
-        _ => return None,
-    };
+            u32::from_le_bytes(data.get(8..12)?.try_into().ok()?) as usize,
+        )),
+        _ => None,
+    }
+}
+
+/// From a .npy file's start: where its data begins, its float type and its data length.
+fn npy_header(data: &[u8]) -> Option<(usize, DType, u64)> {
+    let (start, len) = npy_preamble(data)?;
     let end = start.checked_add(len)?;
     let header = std::str::from_utf8(data.get(start..end)?).ok()?;
     let dtype = match field(header, "descr")?.trim_matches(|c| c == '\'' || c == '"') {
@@ -170,16 +204,7 @@ fn npy(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
     {
         count = count.checked_mul(dim.parse().ok()?)?;
     }
-    let bytes = count.checked_mul(dtype.width() as u64)?;
-    let rest = (data.len() - end) as u64;
-    if bytes > rest {
-        return None;
-    }
-    Some(vec![
-        (end as u64, Kind::General),
-        (bytes, Kind::Tensor(dtype)),
-        (rest - bytes, Kind::General),
-    ])
+    Some((end, dtype, count.checked_mul(dtype.width() as u64)?))
 }
 
 /// Text of `key`'s value in a .npy header dictionary (up to the next top-level comma).
