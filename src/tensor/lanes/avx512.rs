@@ -1,0 +1,190 @@
+//! AVX-512F kernels: a group of 16, 32 or 64 lanes in 1, 2 or 4 registers, reading and
+//! writing exactly the words of the scalar reference in `super`.
+
+use super::{States, Symbols};
+use crate::coder::rans::{Words, WAYS};
+use crate::tensor::planes::{Model, E_BITS, M_BITS};
+use std::arch::x86_64::*;
+
+/// Decodes whole groups of `16 R` lanes (register r holds lanes 16 r to 16 r + 15, so `R`
+/// dependency chains overlap) while the stream has room for a group's worst case (3 words
+/// per lane) past the current position; returns the number of values decoded.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn groups<const R: usize>(
+    x: &mut States,
+    w: &mut Words,
+    model: &Model,
+    em: &mut [u16],
+) -> usize {
+    let lanes = 16 * R;
+    let group_bytes = 3 * 2 * lanes;
+    let data = w.words;
+    let mut pos = w.pos;
+    let mut xs: [__m512i; R] =
+        std::array::from_fn(|r| _mm512_loadu_si512(x[16 * r..].as_ptr().cast()));
+    let low = _mm512_set1_epi32(1 << 16);
+    let m12 = _mm512_set1_epi32(0xfff);
+    let m9 = _mm512_set1_epi32(0x1ff);
+    let m8 = _mm512_set1_epi32(0xff);
+    let m3 = _mm512_set1_epi32(7);
+    let one = _mm512_set1_epi32(1);
+    let esc_start = _mm512_set1_epi32(model.escape_start as i32);
+    let e_dec = model.e_dec.as_ptr() as *const i32;
+    let m_dec = model.m_dec.as_ptr() as *const i32;
+    // Lanes in `active` whose state fell below LOW take the next words, in lane order.
+    macro_rules! renorm {
+        ($xs:expr, $active:expr) => {{
+            let need = _mm512_mask_cmplt_epu32_mask($active, $xs, low);
+            // In bounds: a group starts only with group_bytes left, at most 32 bytes a step.
+            let next = _mm256_loadu_si256(data.as_ptr().add(pos).cast());
+            let fill = _mm512_maskz_expand_epi32(need, _mm512_cvtepu16_epi32(next));
+            $xs = _mm512_mask_or_epi32($xs, need, _mm512_slli_epi32::<16>($xs), fill);
+            pos += 2 * need.count_ones() as usize;
+        }};
+    }
+    let mut done = 0;
+    while done + lanes <= em.len() && pos + group_bytes <= data.len() {
+        // Exponents (and which lanes escaped).
+        let mut e = [_mm512_setzero_si512(); R];
+        let mut esc = [0u16; R];
+        for r in 0..R {
+            let slot = _mm512_and_si512(xs[r], m12);
+            let d = _mm512_i32gather_epi32::<4>(slot, e_dec);
+            esc[r] = _mm512_cmpge_epu32_mask(slot, esc_start);
+            let freq = _mm512_add_epi32(_mm512_and_si512(_mm512_srli_epi32::<8>(d), m12), one);
+            xs[r] = _mm512_add_epi32(
+                _mm512_mullo_epi32(freq, _mm512_srli_epi32::<E_BITS>(xs[r])),
+                _mm512_srli_epi32::<20>(d),
+            );
+            e[r] = _mm512_and_si512(d, m8);
+        }
+        for x in xs.iter_mut() {
+            renorm!(*x, 0xffff);
+        }
+        // Escaped lanes take their exponent from the next 8 bits.
+        if esc.iter().any(|&m| m != 0) {
+            for r in 0..R {
+                e[r] = _mm512_mask_and_epi32(e[r], esc[r], xs[r], m8);
+                xs[r] = _mm512_mask_srli_epi32::<8>(xs[r], esc[r], xs[r]);
+            }
+            for r in 0..R {
+                renorm!(xs[r], esc[r]);
+            }
+        }
+        // Mantissa tops, from the table of each lane's exponent.
+        let out = em.as_mut_ptr().add(done);
+        for r in 0..R {
+            let idx = _mm512_or_si512(
+                _mm512_slli_epi32::<M_BITS>(e[r]),
+                _mm512_and_si512(xs[r], m8),
+            );
+            let md = _mm512_i32gather_epi32::<4>(idx, m_dec);
+            let freq = _mm512_and_si512(_mm512_srli_epi32::<3>(md), m9);
+            xs[r] = _mm512_add_epi32(
+                _mm512_mullo_epi32(freq, _mm512_srli_epi32::<M_BITS>(xs[r])),
+                _mm512_srli_epi32::<12>(md),
+            );
+            let v = _mm512_or_si512(_mm512_slli_epi32::<3>(e[r]), _mm512_and_si512(md, m3));
+            _mm256_storeu_si256(out.add(16 * r).cast(), _mm512_cvtepi32_epi16(v));
+        }
+        for x in xs.iter_mut() {
+            renorm!(*x, 0xffff);
+        }
+        done += lanes;
+    }
+    for (r, xs) in xs.iter().enumerate() {
+        _mm512_storeu_si512(x[16 * r..].as_mut_ptr().cast(), *xs);
+    }
+    w.pos = pos;
+    done
+}
+
+/// `encode_group_scalar` for a whole group of `16 R` lanes held in `R` registers; the
+/// quotients come from f64 division, exact for 32-bit states and frequencies up to 2^12.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn encode_group<const R: usize>(
+    x: &mut States,
+    s: &Symbols,
+    g0: u32,
+    escapes: &[(u32, u8)],
+    words: &mut [u16],
+    n: &mut usize,
+) -> bool {
+    let g0 = g0 as usize;
+    let mut xs: [__m512i; R] =
+        std::array::from_fn(|r| _mm512_loadu_si512(x[16 * r..].as_ptr().cast()));
+    let reverse = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    let low16 = _mm512_set1_epi32(0xffff);
+    let out = words.as_mut_ptr();
+    // The low words of the lanes in `spill`, last lane first.
+    macro_rules! emit {
+        ($xs:expr, $spill:expr) => {{
+            let spill: u16 = $spill;
+            let rev = _mm512_permutexvar_epi32(reverse, $xs);
+            let packed = _mm512_maskz_compress_epi32(spill.reverse_bits(), rev);
+            _mm256_storeu_si256(out.add(*n).cast(), _mm512_cvtepi32_epi16(packed));
+            *n += spill.count_ones() as usize;
+        }};
+    }
+    // Exact `y / f` for 32-bit `y` and `f` <= 2^12.
+    macro_rules! quotient {
+        ($y:expr, $f:expr) => {{
+            let (y, f) = ($y, $f);
+            let lo = _mm512_div_pd(
+                _mm512_cvtepu32_pd(_mm512_castsi512_si256(y)),
+                _mm512_cvtepu32_pd(_mm512_castsi512_si256(f)),
+            );
+            let hi = _mm512_div_pd(
+                _mm512_cvtepu32_pd(_mm512_extracti64x4_epi64::<1>(y)),
+                _mm512_cvtepu32_pd(_mm512_extracti64x4_epi64::<1>(f)),
+            );
+            _mm512_inserti64x4::<1>(
+                _mm512_castsi256_si512(_mm512_cvttpd_epu32(lo)),
+                _mm512_cvttpd_epu32(hi),
+            )
+        }};
+    }
+    // One symbol per lane from `syms` (`start | freq << 16` per lane), precision `$bits`;
+    // registers last to first.
+    macro_rules! phase {
+        ($syms:expr, $bits:expr, $top:expr) => {{
+            for r in (0..R).rev() {
+                let sym = _mm512_loadu_si512($syms[g0 + 16 * r..g0 + 16 * r + 16].as_ptr().cast());
+                let freq = _mm512_srli_epi32::<16>(sym);
+                let spill = _mm512_cmpge_epu32_mask(_mm512_srli_epi32::<$top>(xs[r]), freq);
+                emit!(xs[r], spill);
+                let y = _mm512_mask_srli_epi32::<16>(xs[r], spill, xs[r]);
+                let q = quotient!(y, freq);
+                let rest = _mm512_sub_epi32(y, _mm512_mullo_epi32(q, freq));
+                xs[r] = _mm512_add_epi32(
+                    _mm512_add_epi32(_mm512_slli_epi32::<$bits>(q), rest),
+                    _mm512_and_si512(sym, low16),
+                );
+            }
+        }};
+    }
+    phase!(s.m, M_BITS, { 32 - M_BITS });
+    if !escapes.is_empty() {
+        // Escaped lanes take their exponent as 8 raw bits.
+        let mut mask = 0u64;
+        let mut es = [0u32; WAYS];
+        for &(at, e) in escapes {
+            let l = at as usize - g0;
+            mask |= 1 << l;
+            es[l] = e as u32;
+        }
+        for r in (0..R).rev() {
+            let m = (mask >> (16 * r)) as u16;
+            let e = _mm512_loadu_si512(es[16 * r..].as_ptr().cast());
+            let spill = _mm512_mask_cmpge_epu32_mask(m, xs[r], _mm512_set1_epi32(1 << 24));
+            emit!(xs[r], spill);
+            let y = _mm512_mask_srli_epi32::<16>(xs[r], spill, xs[r]);
+            xs[r] = _mm512_mask_add_epi32(xs[r], m, _mm512_slli_epi32::<8>(y), e);
+        }
+    }
+    phase!(s.e, E_BITS, { 32 - E_BITS });
+    for (r, xs) in xs.iter().enumerate() {
+        _mm512_storeu_si512(x[16 * r..].as_mut_ptr().cast(), *xs);
+    }
+    true
+}

@@ -1,0 +1,284 @@
+//! The tensor codec's rANS stream in groups of lanes: decoding a batch's exponent and
+//! mantissa-top symbols into `E << 3 | M`, and encoding a block's symbols. The scalar code here
+//! is the reference (for both stream orders); `avx512` and `avx2` hold vector kernels that read
+//! and write the same words in the same order, so every path agrees bit for bit.
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+
+use super::planes::{Model, E_BITS, M_BITS};
+use crate::coder::rans::{self, Words, WAYS};
+use crate::engine::{level, KernelLevel};
+use std::cell::RefCell;
+
+/// Coder states, one per lane.
+pub(super) type States = [u32; WAYS];
+
+/// Decodes an exponent from `x`; returns it and whether it is the escape.
+#[inline(always)]
+fn e_step(x: &mut u32, w: &mut Words, model: &Model) -> (u8, bool) {
+    let slot = *x & ((1 << E_BITS) - 1);
+    let d = model.e_dec[slot as usize];
+    rans::step(x, E_BITS, (d >> 8 & 0xfff) + 1, d >> 20, w);
+    (d as u8, slot >= model.escape_start)
+}
+
+/// Decodes an escaped exponent's 8 raw bits.
+#[inline(always)]
+fn raw_step(x: &mut u32, w: &mut Words) -> u8 {
+    let e = *x as u8;
+    rans::step(x, 8, 1, 0, w);
+    e
+}
+
+/// Decodes the mantissa top of a value with exponent `e`; returns `e << 3 | m`.
+#[inline(always)]
+fn m_step(x: &mut u32, w: &mut Words, model: &Model, e: u8) -> u16 {
+    let md = model.m_dec[(e as usize) << M_BITS | (*x & ((1 << M_BITS) - 1)) as usize];
+    rans::step(x, M_BITS, md >> 3 & 0x1ff, md >> 12, w);
+    (e as u16) << 3 | (md & 7) as u16
+}
+
+/// Format version 2 order: value j's exponent on state 2 (j & 1), its mantissa top on the next.
+pub(super) fn pairs(x: &mut States, w: &mut Words, model: &Model, em: &mut [u16]) {
+    for (j, v) in em.iter_mut().enumerate() {
+        let s = 2 * (j & 1);
+        let (mut e, esc) = e_step(&mut x[s], w, model);
+        if esc {
+            e = raw_step(&mut x[s], w);
+        }
+        *v = m_step(&mut x[s + 1], w, model, e);
+    }
+}
+
+/// One group of up to 64 values, value l on state l: exponents, escapes, mantissa tops.
+fn group_scalar(x: &mut States, w: &mut Words, model: &Model, em: &mut [u16]) {
+    let mut es = [0u8; WAYS];
+    let mut escaped = [false; WAYS];
+    for l in 0..em.len() {
+        (es[l], escaped[l]) = e_step(&mut x[l], w, model);
+    }
+    for l in 0..em.len() {
+        if escaped[l] {
+            es[l] = raw_step(&mut x[l], w);
+        }
+    }
+    for (l, v) in em.iter_mut().enumerate() {
+        *v = m_step(&mut x[l], w, model, es[l]);
+    }
+}
+
+/// Which implementation decodes groups of lanes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kernel {
+    /// The scalar reference.
+    Scalar,
+    /// AVX2: a group in two to eight registers (decoding; encoding uses the reference).
+    Avx2,
+    /// AVX-512F: a group in one to four registers.
+    Avx512,
+}
+
+impl Kernel {
+    /// The fastest kernel the process's kernel level allows.
+    pub(super) fn detect() -> Self {
+        match level() {
+            KernelLevel::Avx512 => Kernel::Avx512,
+            KernelLevel::Avx2 => Kernel::Avx2,
+            KernelLevel::Scalar => Kernel::Scalar,
+        }
+    }
+
+    /// Every kernel this CPU can run (for tests).
+    #[cfg(test)]
+    pub(super) fn supported() -> Vec<Self> {
+        let best = KernelLevel::detect();
+        let mut all = vec![Kernel::Scalar];
+        if best >= KernelLevel::Avx2 {
+            all.push(Kernel::Avx2);
+        }
+        if best >= KernelLevel::Avx512 {
+            all.push(Kernel::Avx512);
+        }
+        all
+    }
+
+    /// Format version 3 order: the batch in groups of `lanes` (16, 32 or 64) values.
+    pub(super) fn lanes(
+        self,
+        x: &mut States,
+        w: &mut Words,
+        model: &Model,
+        em: &mut [u16],
+        lanes: usize,
+    ) {
+        let mut done = 0;
+        #[cfg(target_arch = "x86_64")]
+        if self == Kernel::Avx512 {
+            // SAFETY: AVX-512F support was checked when the level was chosen.
+            done = unsafe {
+                match lanes {
+                    16 => avx512::groups::<1>(x, w, model, em),
+                    32 => avx512::groups::<2>(x, w, model, em),
+                    64 => avx512::groups::<4>(x, w, model, em),
+                    _ => 0,
+                }
+            };
+        } else if self == Kernel::Avx2 {
+            // SAFETY: AVX2 support was checked when the level was chosen.
+            done = unsafe {
+                match lanes {
+                    16 => avx2::groups::<2>(x, w, model, em),
+                    32 => avx2::groups::<4>(x, w, model, em),
+                    64 => avx2::groups::<8>(x, w, model, em),
+                    _ => 0,
+                }
+            };
+        }
+        for group in em[done..].chunks_mut(lanes) {
+            group_scalar(x, w, model, group);
+        }
+    }
+}
+
+/// A block's symbols in the order the encoder needs them.
+pub(super) struct Symbols {
+    /// Per value: its exponent's symbol `start | freq << 16` (the escape if escaped).
+    pub e: Vec<u32>,
+    /// Per value: its mantissa top's symbol `start | freq << 16`.
+    pub m: Vec<u32>,
+    /// Escaped exponents as (value index, exponent), in value order.
+    pub escapes: Vec<(u32, u8)>,
+    /// Groups as (first value, number of values), in value order.
+    pub groups: Vec<(u32, u32)>,
+    /// Values in a whole group (16, 32 or 64).
+    pub lanes: usize,
+    /// Space for the stream's words.
+    words: Vec<u16>,
+}
+
+thread_local! {
+    /// The buffers of the last block this thread encoded: reused, so that encoding large
+    /// blocks does not fault in fresh pages each time.
+    static SPARE: RefCell<Option<Symbols>> = const { RefCell::new(None) };
+}
+
+impl Symbols {
+    /// Room for the symbols of `n` values in groups of `lanes` (zeroed, to be overwritten).
+    pub(super) fn new(n: usize, lanes: usize) -> Self {
+        let mut s = SPARE
+            .with(|spare| spare.borrow_mut().take())
+            .unwrap_or(Symbols {
+                e: Vec::new(),
+                m: Vec::new(),
+                escapes: Vec::new(),
+                groups: Vec::new(),
+                lanes,
+                words: Vec::new(),
+            });
+        s.e.clear();
+        s.e.resize(n, 0);
+        s.m.clear();
+        s.m.resize(n, 0);
+        s.escapes.clear();
+        s.groups.clear();
+        s.lanes = lanes;
+        s
+    }
+
+    /// Keeps the buffers for this thread's next block.
+    pub(super) fn recycle(self) {
+        SPARE.with(|spare| *spare.borrow_mut() = Some(self));
+    }
+}
+
+/// Encodes one symbol (`start`, `freq`, precision `BITS`) on state `x`, spilling a word first
+/// if needed.
+#[inline(always)]
+fn put<const BITS: u32>(x: &mut u32, start: u32, freq: u32, words: &mut [u16], n: &mut usize) {
+    if *x >> (32 - BITS) >= freq {
+        words[*n] = *x as u16;
+        *n += 1;
+        *x >>= 16;
+    }
+    *x = ((*x / freq) << BITS) + *x % freq + start;
+}
+
+/// Encodes one group in reverse (mantissa tops, escapes, exponents; last lane first).
+fn encode_group_scalar(
+    x: &mut States,
+    s: &Symbols,
+    (g0, len): (u32, u32),
+    escapes: &[(u32, u8)],
+    words: &mut [u16],
+    n: &mut usize,
+) {
+    let g0 = g0 as usize;
+    for l in (0..len as usize).rev() {
+        let m = s.m[g0 + l];
+        put::<M_BITS>(&mut x[l], m & 0xffff, m >> 16, words, n);
+    }
+    for &(at, e) in escapes.iter().rev() {
+        put::<8>(&mut x[at as usize - g0], e as u32, 1, words, n);
+    }
+    for l in (0..len as usize).rev() {
+        let e = s.e[g0 + l];
+        put::<E_BITS>(&mut x[l], e & 0xffff, e >> 16, words, n);
+    }
+}
+
+impl Kernel {
+    /// Writes the rANS stream of `s` to `out` (the layout `rans::Encoder` writes for the same
+    /// symbols: final states, then the words in decoding order).
+    pub(super) fn encode(self, syms: &mut Symbols, out: &mut Vec<u8>) {
+        let mut x: States = [rans::LOW; WAYS];
+        // At most one word per symbol, and room for a vector store past the last one.
+        let mut words = std::mem::take(&mut syms.words);
+        words.clear();
+        words.resize(
+            syms.e.len() + syms.m.len() + syms.escapes.len() + 2 * WAYS,
+            0,
+        );
+        let s = &*syms;
+        let mut n = 0;
+        let mut esc_end = s.escapes.len();
+        for &(g0, len) in s.groups.iter().rev() {
+            let mut esc_start = esc_end;
+            while esc_start > 0 && s.escapes[esc_start - 1].0 >= g0 {
+                esc_start -= 1;
+            }
+            let escapes = &s.escapes[esc_start..esc_end];
+            esc_end = esc_start;
+            #[cfg(target_arch = "x86_64")]
+            if self == Kernel::Avx512 && len as usize == s.lanes {
+                let (x, words, n) = (&mut x, &mut words, &mut n);
+                // SAFETY: AVX-512F support was checked when the level was chosen; `words`
+                // keeps 2 * WAYS spare entries past any symbol's word.
+                let done = unsafe {
+                    match s.lanes {
+                        16 => avx512::encode_group::<1>(x, s, g0, escapes, words, n),
+                        32 => avx512::encode_group::<2>(x, s, g0, escapes, words, n),
+                        64 => avx512::encode_group::<4>(x, s, g0, escapes, words, n),
+                        _ => false,
+                    }
+                };
+                if done {
+                    continue;
+                }
+            }
+            encode_group_scalar(&mut x, s, (g0, len), escapes, &mut words, &mut n);
+        }
+        words.truncate(n);
+        for x in x[..s.lanes].iter().rev() {
+            words.push(*x as u16);
+            words.push((*x >> 16) as u16);
+        }
+        out.reserve(words.len() * 2);
+        for w in words.iter().rev() {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        syms.words = words;
+    }
+}
