@@ -1,8 +1,8 @@
-//! AVX2 kernel: a group of 16, 32 or 64 lanes in 2, 4 or 8 registers of 8 lanes, reading
-//! exactly the words of the scalar reference in `super`.
+//! AVX2 kernels: a group of 16, 32 or 64 lanes in 2, 4 or 8 registers of 8 lanes, reading and
+//! writing exactly the words of the scalar reference in `super`.
 
-use super::States;
-use crate::coder::rans::Words;
+use super::{States, Symbols};
+use crate::coder::rans::{Words, WAYS};
 use crate::tensor::planes::{Model, E_BITS, M_BITS};
 use std::arch::x86_64::*;
 
@@ -120,4 +120,133 @@ pub(super) unsafe fn groups<const R: usize>(
     }
     w.pos = pos;
     done
+}
+
+/// For each 8-bit mask, the permutation that moves the set lanes to the front, in order.
+const COMPRESS: [[u32; 8]; 256] = {
+    let mut t = [[0u32; 8]; 256];
+    let mut m = 0;
+    while m < 256 {
+        let (mut lane, mut next) = (0, 0);
+        while lane < 8 {
+            if m >> lane & 1 != 0 {
+                t[m][next] = lane as u32;
+                next += 1;
+            }
+            lane += 1;
+        }
+        m += 1;
+    }
+    t
+};
+
+/// Exact 32-bit quotients `y / f` (f >= 1) through f64, as `super::encode_group_scalar` needs.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn quotient(y: __m256i, f: __m256i) -> __m256i {
+    // u32 -> f64 exactly: the value in the low mantissa bits of 2^52, minus 2^52.
+    let magic = _mm256_set1_epi64x(0x4330_0000_0000_0000);
+    let two52 = _mm256_castsi256_pd(magic);
+    let widen = |v: __m128i| {
+        _mm256_sub_pd(
+            _mm256_castsi256_pd(_mm256_or_si256(_mm256_cvtepu32_epi64(v), magic)),
+            two52,
+        )
+    };
+    let half = |y: __m128i, f: __m128i| {
+        let q = _mm256_round_pd::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(_mm256_div_pd(
+            widen(y),
+            widen(f),
+        ));
+        // Back: q + 2^52 holds q in its low 32 bits.
+        _mm256_castpd_si256(_mm256_add_pd(q, two52))
+    };
+    let lo = half(_mm256_castsi256_si128(y), _mm256_castsi256_si128(f));
+    let hi = half(
+        _mm256_extracti128_si256::<1>(y),
+        _mm256_extracti128_si256::<1>(f),
+    );
+    // The low 32 bits of each 64-bit lane, lo's four then hi's four.
+    let pick = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+    let lo = _mm256_permutevar8x32_epi32(lo, pick);
+    let hi = _mm256_permutevar8x32_epi32(hi, pick);
+    _mm256_permute2x128_si256::<0x20>(lo, hi)
+}
+
+/// `super::encode_group_scalar` for a whole group of `8 R` lanes in `R` registers of 8.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn encode_group<const R: usize>(
+    x: &mut States,
+    s: &Symbols,
+    g0: u32,
+    escapes: &[(u32, u8)],
+    words: &mut [u16],
+    n: &mut usize,
+) {
+    let g0 = g0 as usize;
+    let mut xs: [__m256i; R] =
+        std::array::from_fn(|r| _mm256_loadu_si256(x[8 * r..].as_ptr().cast()));
+    let reverse = _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0);
+    let low16 = _mm256_set1_epi32(0xffff);
+    let zero = _mm256_setzero_si256();
+    let all = _mm256_set1_epi32(-1);
+    let out = words.as_mut_ptr();
+    // The low words of the lanes in `spill` (a lane mask), last lane first.
+    macro_rules! emit {
+        ($xs:expr, $spill:expr) => {{
+            let mask = _mm256_movemask_ps(_mm256_castsi256_ps($spill)) as u8;
+            let rev = _mm256_permutevar8x32_epi32(_mm256_and_si256($xs, low16), reverse);
+            let order = _mm256_loadu_si256(COMPRESS[mask.reverse_bits() as usize].as_ptr().cast());
+            let packed = _mm256_permutevar8x32_epi32(rev, order);
+            let words16 = _mm256_permute4x64_epi64::<0b1000>(_mm256_packus_epi32(packed, packed));
+            _mm_storeu_si128(out.add(*n).cast(), _mm256_castsi256_si128(words16));
+            *n += mask.count_ones() as usize;
+        }};
+    }
+    // One symbol per lane from `syms` (`start | freq << 16` per lane), precision `$bits`;
+    // registers last to first.
+    macro_rules! phase {
+        ($syms:expr, $bits:expr, $top:expr) => {{
+            for r in (0..R).rev() {
+                let sym = _mm256_loadu_si256($syms[g0 + 8 * r..g0 + 8 * r + 8].as_ptr().cast());
+                let freq = _mm256_srli_epi32::<16>(sym);
+                // Both sides below 2^13: a signed comparison is exact.
+                let top = _mm256_srli_epi32::<$top>(xs[r]);
+                let spill = _mm256_andnot_si256(_mm256_cmpgt_epi32(freq, top), all);
+                emit!(xs[r], spill);
+                let y = _mm256_blendv_epi8(xs[r], _mm256_srli_epi32::<16>(xs[r]), spill);
+                let q = quotient(y, freq);
+                let rest = _mm256_sub_epi32(y, _mm256_mullo_epi32(q, freq));
+                xs[r] = _mm256_add_epi32(
+                    _mm256_add_epi32(_mm256_slli_epi32::<$bits>(q), rest),
+                    _mm256_and_si256(sym, low16),
+                );
+            }
+        }};
+    }
+    phase!(s.m, { M_BITS as i32 }, { 32 - M_BITS as i32 });
+    if !escapes.is_empty() {
+        // Escaped lanes take their exponent as 8 raw bits.
+        let mut esc = [0i32; WAYS];
+        let mut es = [0u32; WAYS];
+        for &(at, e) in escapes {
+            let l = at as usize - g0;
+            esc[l] = -1;
+            es[l] = e as u32;
+        }
+        for r in (0..R).rev() {
+            let m = _mm256_loadu_si256(esc[8 * r..].as_ptr().cast());
+            let e = _mm256_loadu_si256(es[8 * r..].as_ptr().cast());
+            let high = _mm256_cmpeq_epi32(_mm256_srli_epi32::<24>(xs[r]), zero);
+            let spill = _mm256_andnot_si256(high, m);
+            emit!(xs[r], spill);
+            let y = _mm256_blendv_epi8(xs[r], _mm256_srli_epi32::<16>(xs[r]), spill);
+            let coded = _mm256_add_epi32(_mm256_slli_epi32::<8>(y), e);
+            xs[r] = _mm256_blendv_epi8(xs[r], coded, m);
+        }
+    }
+    phase!(s.e, { E_BITS as i32 }, { 32 - E_BITS as i32 });
+    for (r, xs) in xs.iter().enumerate() {
+        _mm256_storeu_si256(x[8 * r..].as_mut_ptr().cast(), *xs);
+    }
 }

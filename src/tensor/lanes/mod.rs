@@ -75,7 +75,7 @@ fn group_scalar(x: &mut States, w: &mut Words, model: &Model, em: &mut [u16]) {
 pub(super) enum Kernel {
     /// The scalar reference.
     Scalar,
-    /// AVX2: a group in two to eight registers (decoding; encoding uses the reference).
+    /// AVX2: a group in two to eight registers.
     Avx2,
     /// AVX-512F: a group in one to four registers.
     Avx512,
@@ -267,6 +267,20 @@ impl Kernel {
                 if done {
                     continue;
                 }
+            }
+            #[cfg(target_arch = "x86_64")]
+            if self == Kernel::Avx2 && len as usize == s.lanes {
+                let (x, words, n) = (&mut x, &mut words, &mut n);
+                // SAFETY: AVX2 support was checked when the level was chosen; `words` keeps
+                // 2 * WAYS spare entries past any symbol's word.
+                unsafe {
+                    match s.lanes {
+                        16 => avx2::encode_group::<2>(x, s, g0, escapes, words, n),
+                        32 => avx2::encode_group::<4>(x, s, g0, escapes, words, n),
+                        _ => avx2::encode_group::<8>(x, s, g0, escapes, words, n),
+                    }
+                };
+                continue;
             }
             encode_group_scalar(&mut x, s, (g0, len), escapes, &mut words, &mut n);
         }
