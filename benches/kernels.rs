@@ -217,7 +217,7 @@ fn sample_weights() -> Vec<u8> {
 
 /// The tensor path on one core: whole codec (planes + rANS + IBP) and IBP alone.
 fn tensor(c: &mut Criterion) {
-    use sep::tensor::{decode, encode, ibp, DType, Order};
+    use sep::tensor::{decode, encode, ibp, DType};
     let data = sample_weights();
     let mut g = c.benchmark_group("tensor");
     g.throughput(Throughput::Bytes(data.len() as u64));
@@ -226,7 +226,7 @@ fn tensor(c: &mut Criterion) {
     });
     let packed = encode(&data, DType::F32);
     g.bench_function(BenchmarkId::new("f32 decode", data.len()), |b| {
-        b.iter(|| black_box(decode(&packed, data.len(), Order::Lanes).expect("valid")))
+        b.iter(|| black_box(decode(&packed, data.len()).expect("valid")))
     });
     // The same bytes through zstd level 3 (the `zstd` crate sep links), timed in this run.
     g.bench_function(BenchmarkId::new("zstd-3 compress", data.len()), |b| {

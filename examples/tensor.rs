@@ -4,7 +4,7 @@
 //! `SEP_DTYPE=f32` (or f16, bf16, f64) reads raw arrays; `SEP_KERNELS` picks the kernel level.
 
 use sep::engine::{set_level, KernelLevel};
-use sep::tensor::{decode, encode, layout, DType, Kind, Order};
+use sep::tensor::{decode, encode, layout, DType, Kind};
 use std::time::Instant;
 
 fn main() {
@@ -34,7 +34,7 @@ fn main() {
                         p = encode(part, d);
                         te = te.min(t.elapsed().as_secs_f64());
                         let t = Instant::now();
-                        back = decode(&p, part.len(), Order::Lanes).expect("decode");
+                        back = decode(&p, part.len()).expect("decode");
                         td = td.min(t.elapsed().as_secs_f64());
                     }
                     t_enc += te;

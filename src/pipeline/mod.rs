@@ -313,11 +313,6 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
         });
     }
     let model = ModelConfig::from_bytes(&header.model_config)?;
-    let order = if header.version <= 2 {
-        crate::tensor::Order::Pairs
-    } else {
-        crate::tensor::Order::Lanes
-    };
     let progress: ProgressFn = match &opts.progress {
         Some(p) => p.as_ref(),
         None => &noop,
@@ -365,7 +360,12 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
                 }
                 Codec::Model => backend.decode(&payload, rec.raw_len as usize, &model, progress)?,
                 Codec::Tensor => {
-                    let data = crate::tensor::decode(&payload, rec.raw_len as usize, order)?;
+                    let raw_len = rec.raw_len as usize;
+                    let data = if header.version <= 2 {
+                        crate::tensor::decode_v2(&payload, raw_len)?
+                    } else {
+                        crate::tensor::decode(&payload, raw_len)?
+                    };
                     progress(rec.raw_len);
                     data
                 }

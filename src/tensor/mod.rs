@@ -4,10 +4,14 @@
 mod detect;
 pub mod ibp;
 mod lanes;
+mod legacy;
 mod planes;
 
 pub use detect::{layout, sniff_stream, Kind, Segment};
-pub use planes::{decode, encode, Order};
+pub use planes::{decode, encode};
+
+/// Decodes a tensor payload of format version 2 (`decode` reads version 3).
+pub use legacy::decode as decode_v2;
 
 use crate::error::{Error, Result};
 

@@ -25,7 +25,7 @@ pub(super) const M_BITS: u32 = 8;
 /// Slots of the exponent table kept for the escape.
 const ESCAPE: u32 = 1;
 /// A mantissa-top table is refitted once its exponent's count grew by a quarter since its
-/// last fit (format version 3; version 2 refits after every batch that counted it).
+/// last fit.
 const LAZY: u32 = 4;
 /// Largest batch between two refits.
 const MAX_BATCH: usize = 4096;
@@ -99,8 +99,6 @@ pub(super) struct Model {
     m_total: Vec<u32>,
     /// Per exponent: `m_total` when its table was last fitted.
     m_fit: Vec<u32>,
-    /// Growth factor that triggers a refit of a mantissa-top table (0: any growth).
-    lazy: u32,
     /// Per exponent and mantissa-top symbol: `start | freq << 16`.
     m_enc: Box<[[u32; 8]; 256]>,
     /// Per exponent, per slot: symbol | freq << 3 | (slot - start) << 12.
@@ -110,8 +108,7 @@ pub(super) struct Model {
 }
 
 impl Model {
-    /// A fresh model; `lazy` as `LAZY` (0 in format version 2).
-    fn new(lazy: u32) -> Self {
+    fn new() -> Self {
         let mut m = Model {
             e_counts: [0; 256],
             e_total: 0,
@@ -121,7 +118,6 @@ impl Model {
             m_counts: Box::new([[0; 8]; 256]),
             m_total: vec![0; 256],
             m_fit: vec![0; 256],
-            lazy,
             m_enc: Box::new([[0; 8]; 256]),
             m_dec: vec![0; 256 << M_BITS],
             partial: Box::new([[0; 2048]; 4]),
@@ -277,7 +273,7 @@ impl Model {
                 self.e_counts[e] += new;
                 self.e_total += new;
                 self.m_total[e] = sum;
-                if self.lazy == 0 || self.lazy * (sum - self.m_fit[e]) >= self.m_fit[e] {
+                if LAZY * (sum - self.m_fit[e]) >= self.m_fit[e] {
                     self.refit_m(e);
                     self.m_fit[e] = self.m_total[e];
                 }
@@ -312,7 +308,7 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, o
         ebits: EB,
     };
     let n = data.len() / W;
-    let mut model = Model::new(LAZY);
+    let mut model = Model::new();
     let lanes = lanes_for(n);
     let mut syms = lanes::Symbols::new(n, lanes);
     let mut em = vec![0u16; MAX_BATCH];
@@ -369,20 +365,9 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, o
     packer.finish(out);
 }
 
-/// Order of the symbols in a tensor block's rANS stream.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Order {
-    /// Format version 2: value by value, exponent on state 2 (j & 1), mantissa top on the
-    /// next state (4 states).
-    Pairs,
-    /// Format version 3: groups of 32 values, value l on state l (32 states).
-    Lanes,
-}
-
 fn decode_w<const W: usize, const EB: u32>(
     body: &[u8],
     n: usize,
-    order: Order,
     kernel: lanes::Kernel,
     out: &mut Vec<u8>,
 ) -> Result<()> {
@@ -391,19 +376,13 @@ fn decode_w<const W: usize, const EB: u32>(
         bits: 8 * W as u32,
         ebits: EB,
     };
-    // Version 3 names its group width (version 2 has none: 4 states, value by value).
-    let (lanes, body) = match order {
-        Order::Pairs => (4, body),
-        Order::Lanes => {
-            let (&l, rest) = body
-                .split_first()
-                .ok_or_else(|| bad("missing lane count"))?;
-            if l != 16 && l != 32 && l != 64 {
-                return Err(bad("unknown lane count"));
-            }
-            (l as usize, rest)
-        }
-    };
+    let (&lanes, body) = body
+        .split_first()
+        .ok_or_else(|| bad("missing lane count"))?;
+    let lanes = lanes as usize;
+    if lanes != 16 && lanes != 32 && lanes != 64 {
+        return Err(bad("unknown lane count"));
+    }
     let len = body
         .get(..4)
         .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
@@ -415,11 +394,7 @@ fn decode_w<const W: usize, const EB: u32>(
     let mut residuals = ibp::Unpacker::for_level(rest, f.rbits(), n)?;
     let mut group = vec![0u64; ibp::GROUP];
     let mut em = vec![0u16; MAX_BATCH];
-    let lazy = match order {
-        Order::Pairs => 0,
-        Order::Lanes => LAZY,
-    };
-    let mut model = Model::new(lazy);
+    let mut model = Model::new();
     let (mut x, mut words) = rans::Decoder::new(stream, lanes)?.split();
     let start = out.len();
     out.reserve(n * W);
@@ -433,10 +408,7 @@ fn decode_w<const W: usize, const EB: u32>(
         }
         let end = (i + batch_len(k)).min(n);
         let em = &mut em[..end - i];
-        match order {
-            Order::Pairs => lanes::pairs(&mut x, &mut words, &model, em),
-            Order::Lanes => kernel.lanes(&mut x, &mut words, &model, em, lanes),
-        }
+        kernel.lanes(&mut x, &mut words, &model, em, lanes);
         let exponents = model.count_batch(em);
         let g0 = i % ibp::GROUP;
         let res = &group[g0..g0 + (end - i)];
@@ -529,18 +501,12 @@ fn encode_with(data: &[u8], dtype: DType, kernel: lanes::Kernel) -> Vec<u8> {
     out
 }
 
-/// Decodes a payload written by `encode` (or, with `Order::Pairs`, by format version 2) that
-/// must hold exactly `raw_len` bytes.
-pub fn decode(payload: &[u8], raw_len: usize, order: Order) -> Result<Vec<u8>> {
-    decode_with(payload, raw_len, order, lanes::Kernel::detect())
+/// Decodes a payload written by `encode` that must hold exactly `raw_len` bytes.
+pub fn decode(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
+    decode_with(payload, raw_len, lanes::Kernel::detect())
 }
 
-fn decode_with(
-    payload: &[u8],
-    raw_len: usize,
-    order: Order,
-    kernel: lanes::Kernel,
-) -> Result<Vec<u8>> {
+fn decode_with(payload: &[u8], raw_len: usize, kernel: lanes::Kernel) -> Result<Vec<u8>> {
     let bad = |what: &str| Error::Corrupt(format!("tensor block: {what}"));
     let (&tag, rest) = payload.split_first().ok_or_else(|| bad("empty"))?;
     let dtype = DType::from_tag(tag)?;
@@ -557,10 +523,10 @@ fn decode_with(
     let body = &rest[5 + tail_len..];
     let mut out = Vec::with_capacity(raw_len);
     match dtype {
-        DType::F16 => decode_w::<2, 5>(body, n, order, kernel, &mut out)?,
-        DType::BF16 => decode_w::<2, 8>(body, n, order, kernel, &mut out)?,
-        DType::F32 => decode_w::<4, 8>(body, n, order, kernel, &mut out)?,
-        DType::F64 => decode_w::<8, 8>(body, n, order, kernel, &mut out)?,
+        DType::F16 => decode_w::<2, 5>(body, n, kernel, &mut out)?,
+        DType::BF16 => decode_w::<2, 8>(body, n, kernel, &mut out)?,
+        DType::F32 => decode_w::<4, 8>(body, n, kernel, &mut out)?,
+        DType::F64 => decode_w::<8, 8>(body, n, kernel, &mut out)?,
     }
     out.extend_from_slice(tail);
     Ok(out)
@@ -611,11 +577,7 @@ mod tests {
             for extra in [0usize, 1] {
                 data.extend(std::iter::repeat_n(0x5a, extra));
                 let packed = encode(&data, dtype);
-                assert_eq!(
-                    decode(&packed, data.len(), Order::Lanes).unwrap(),
-                    data,
-                    "{dtype:?}"
-                );
+                assert_eq!(decode(&packed, data.len()).unwrap(), data, "{dtype:?}");
                 assert!(
                     packed.len() < data.len(),
                     "{dtype:?}: {} >= {}",
@@ -627,7 +589,7 @@ mod tests {
         for n in [0usize, 1, 2, 3, 7] {
             let data: Vec<u8> = (0..n as u8).collect();
             let packed = encode(&data, DType::F32);
-            assert_eq!(decode(&packed, n, Order::Lanes).unwrap(), data);
+            assert_eq!(decode(&packed, n).unwrap(), data);
         }
     }
 
@@ -645,7 +607,7 @@ mod tests {
             bits,
         };
         let n = data.len() / W;
-        let mut model = Model::new(LAZY);
+        let mut model = Model::new();
         let mut enc = rans::Encoder::new(2 * n, lanes_for(n));
         let (mut i, mut k) = (0usize, 0u32);
         while i < n {
@@ -733,7 +695,7 @@ mod tests {
         for (data, dtype) in [(&f16s, DType::F16), (&f32s, DType::F32), (&big, DType::F32)] {
             let packed = encode(data, dtype);
             for kernel in lanes::Kernel::supported() {
-                let back = decode_with(&packed, data.len(), Order::Lanes, kernel).unwrap();
+                let back = decode_with(&packed, data.len(), kernel).unwrap();
                 assert!(back == *data, "{kernel:?}");
             }
         }
@@ -748,7 +710,7 @@ mod tests {
             .flat_map(|v| f32::from_bits(v.to_bits() & 0xffff_0000).to_le_bytes())
             .collect();
         let packed = encode(&data, DType::F32);
-        assert_eq!(decode(&packed, data.len(), Order::Lanes).unwrap(), data);
+        assert_eq!(decode(&packed, data.len()).unwrap(), data);
         // About 10.7 bits per value are left (exponent and sign + 7 mantissa bits).
         assert!(
             packed.len() * 28 < data.len() * 10,
@@ -783,12 +745,12 @@ mod tests {
                 }
                 // Either an error or some bytes of the right length; never a panic; and the
                 // same from every kernel.
-                let got = decode_with(&bad, data.len(), Order::Lanes, lanes::Kernel::Scalar);
+                let got = decode_with(&bad, data.len(), lanes::Kernel::Scalar);
                 if let Ok(d) = &got {
                     assert_eq!(d.len(), data.len());
                 }
                 for kernel in lanes::Kernel::supported() {
-                    let fast = decode_with(&bad, data.len(), Order::Lanes, kernel);
+                    let fast = decode_with(&bad, data.len(), kernel);
                     assert!(
                         got.as_ref().ok() == fast.as_ref().ok(),
                         "{kernel:?} disagrees"
@@ -804,15 +766,12 @@ mod tests {
         let data = to_bytes(DType::F32, &weights(10_000, 2));
         let packed = encode(&data, DType::F32);
         for cut in [0, 1, 5, 6, 20, packed.len() / 2, packed.len() - 1] {
-            assert!(
-                decode(&packed[..cut], data.len(), Order::Lanes).is_err(),
-                "cut {cut}"
-            );
+            assert!(decode(&packed[..cut], data.len()).is_err(), "cut {cut}");
         }
-        assert!(decode(&packed, data.len() + 4, Order::Lanes).is_err());
+        assert!(decode(&packed, data.len() + 4).is_err());
         let mut flipped = packed.clone();
         flipped[40] ^= 0x10;
-        if let Ok(d) = decode(&flipped, data.len(), Order::Lanes) {
+        if let Ok(d) = decode(&flipped, data.len()) {
             assert_ne!(d, data);
         }
     }

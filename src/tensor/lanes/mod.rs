@@ -1,6 +1,6 @@
 //! The tensor codec's rANS stream in groups of lanes: decoding a batch's exponent and
 //! mantissa-top symbols into `E << 3 | M`, and encoding a block's symbols. The scalar code here
-//! is the reference (for both stream orders); `avx512` and `avx2` hold vector kernels that read
+//! is the reference; `avx512` and `avx2` hold vector kernels that read
 //! and write the same words in the same order, so every path agrees bit for bit.
 
 #[cfg(target_arch = "x86_64")]
@@ -39,18 +39,6 @@ fn m_step(x: &mut u32, w: &mut Words, model: &Model, e: u8) -> u16 {
     let md = model.m_dec[(e as usize) << M_BITS | (*x & ((1 << M_BITS) - 1)) as usize];
     rans::step(x, M_BITS, md >> 3 & 0x1ff, md >> 12, w);
     (e as u16) << 3 | (md & 7) as u16
-}
-
-/// Format version 2 order: value j's exponent on state 2 (j & 1), its mantissa top on the next.
-pub(super) fn pairs(x: &mut States, w: &mut Words, model: &Model, em: &mut [u16]) {
-    for (j, v) in em.iter_mut().enumerate() {
-        let s = 2 * (j & 1);
-        let (mut e, esc) = e_step(&mut x[s], w, model);
-        if esc {
-            e = raw_step(&mut x[s], w);
-        }
-        *v = m_step(&mut x[s + 1], w, model, e);
-    }
 }
 
 /// One group of up to 64 values, value l on state l: exponents, escapes, mantissa tops.
