@@ -1,14 +1,16 @@
 //! Tensor block codec. Each value is split into planes: `E`, the exponent (for f64 its top 8
-//! bits), `M`, the next 3 bits (top of the mantissa), and the residual: the sign and the
-//! remaining low bits. `E` and `M` are coded with rANS: `E` from a 12-bit table fitted to the
-//! block's exponent counts so far (an escape codes an exponent not seen yet as 8 raw bits),
-//! `M` from an 8-bit table of the value's exponent. Tables are refitted between batches of
-//! values (16, 32, ... then every 4096), so within a batch every symbol decodes independently.
-//! The residual goes through invariant bit packing (IBP), which stores bits that hardly vary
-//! (e.g. the zero low half of widened bf16 weights) once per group.
+//! bits), `M`, the sign and the next 3 bits (top of the mantissa), and the residual: the
+//! remaining low bits. A value that is +0.0 exactly is one more `E` symbol and has neither `M`
+//! nor residual. `E` and `M` are coded with rANS: `E` from a 12-bit table fitted to the
+//! block's exponent counts so far (an escape codes a symbol not seen yet as 9 raw bits), `M`
+//! from an 8-bit table of the value's exponent. Tables are refitted between batches of values
+//! (16, 32, ... then every 4096), so within a batch every symbol decodes independently. The
+//! residuals go through invariant bit packing (IBP), which stores bits that hardly vary (e.g.
+//! the zero low half of widened bf16 weights) once per group.
 //!
 //! Payload: dtype tag, value count (`u32`), tail length + tail bytes (a partial last value),
-//! rANS stream length (`u32`) + stream, then the IBP section of the residuals.
+//! lanes (`u8`), residual count (`u32`), rANS stream length (`u32`) + stream, then the IBP
+//! section of the residuals.
 
 use super::{ibp, lanes, DType};
 use crate::coder::rans::{self, fit};
@@ -24,6 +26,12 @@ pub(super) const E_BITS: u32 = 12;
 pub(super) const M_BITS: u32 = 8;
 /// Slots of the exponent table kept for the escape.
 const ESCAPE: u32 = 1;
+/// `E` symbol of a value that is +0.0 exactly (after the 256 exponents).
+pub(super) const ZERO: usize = 256;
+/// `E << 4 | M` of a +0.0 value, as the decoder reports it.
+pub(super) const ZERO_EM: u16 = (ZERO as u16) << 4;
+/// Bits of an escaped `E` symbol (raw values 256 and up all mean `ZERO`).
+pub(super) const RAW_BITS: u32 = 9;
 /// A mantissa-top table is refitted once its exponent's count grew by a quarter since its
 /// last fit.
 const LAZY: u32 = 4;
@@ -50,6 +58,8 @@ struct Fields {
     bits: u32,
     /// Bits of `E`.
     ebits: u32,
+    /// Whether the sign is coded with `M` (else it leads the residual).
+    signed: bool,
 }
 
 impl Fields {
@@ -59,68 +69,113 @@ impl Fields {
         self.bits - 1 - self.ebits - 3
     }
 
-    /// Bits of the residual (sign + low bits).
+    /// Width of the residual.
     #[inline(always)]
     fn rbits(self) -> u32 {
-        self.low() + 1
+        self.low() + u32::from(!self.signed)
     }
 
-    /// Splits a value into (E, M, residual).
+    /// Splits a value into `E << 4 | M` (M = top 3 mantissa bits, with the sign above them
+    /// if `signed`) and the residual; +0.0 gives `ZERO_EM`.
     #[inline(always)]
-    fn split(self, v: u64) -> (u8, u8, u64) {
+    fn split(self, v: u64) -> (u16, u64) {
+        if v == 0 {
+            return (ZERO_EM, 0);
+        }
         let low = self.low();
-        let e = (v >> (low + 3)) as u32 & ((1 << self.ebits) - 1);
-        let m = (v >> low) as u8 & 7;
+        let e = (v >> (low + 3)) as u16 & ((1 << self.ebits) - 1);
+        let m = (v >> low) as u16 & 7;
         let sign = v >> (self.bits - 1);
-        let r = sign << low | (v & ((1u64 << low) - 1));
-        (e as u8, m, r)
+        let rest = v & ((1u64 << low) - 1);
+        if self.signed {
+            (e << 4 | (sign as u16) << 3 | m, rest)
+        } else {
+            (e << 4 | m, sign << low | rest)
+        }
     }
 
-    /// Joins `E << 3 | M` and the residual back into a value.
+    /// Joins `E << 4 | M` (not `ZERO_EM`) and the residual back into a value.
     #[inline(always)]
     fn join(self, em: u16, r: u64) -> u64 {
         let low = self.low();
-        (r >> low) << (self.bits - 1) | (em as u64) << low | (r & ((1u64 << low) - 1))
+        let top = ((em >> 4) as u64 & 0xff) << 3 | (em & 7) as u64;
+        let sign = if self.signed {
+            (em >> 3) as u64 & 1
+        } else {
+            r >> low
+        };
+        sign << (self.bits - 1) | top << low | (r & ((1u64 << low) - 1))
     }
+}
+
+/// Whether coding the sign with `M` pays on `data`: the sign given the exponent must carry
+/// at least 0.02 bits less than 1 per value (more symbols per table cost about that).
+fn sign_pays<const W: usize>(data: &[u8], f: Fields) -> bool {
+    let mut counts = vec![[0u64; 2]; 256];
+    for v in data.chunks_exact(W).step_by(4) {
+        let v = read::<W>(v);
+        if v != 0 {
+            let e = (v >> (f.low() + 3)) as usize & ((1 << f.ebits) - 1);
+            counts[e][(v >> (f.bits - 1)) as usize & 1] += 1;
+        }
+    }
+    let (mut bits, mut total) = (0f64, 0u64);
+    for [a, b] in counts {
+        for c in [a, b] {
+            if c > 0 {
+                bits -= c as f64 * (c as f64 / (a + b) as f64).log2();
+            }
+        }
+        total += a + b;
+    }
+    total > 0 && bits < 0.98 * total as f64
 }
 
 /// Counts and tables of one block, refitted between batches identically on both sides.
 pub(super) struct Model {
-    e_counts: [u32; 256],
+    /// Per `E` symbol (256 exponents and `ZERO`).
+    e_counts: [u32; 257],
     e_total: u32,
-    /// Exponent slot ranges (`start | freq << 16`, freq 0 = not in the table yet).
-    e_enc: [u32; 256],
+    /// `E` slot ranges (`start | freq << 16`, freq 0 = not in the table yet).
+    e_enc: [u32; 257],
+    /// First slot of `ZERO` (its slots run up to the escape's).
+    pub(super) zero_start: u32,
     /// First slot of the escape (the escape holds every slot from here on).
     pub(super) escape_start: u32,
-    /// Per slot: symbol | (freq - 1) << 8 | (slot - start) << 20.
+    /// Per slot: exponent (0 for `ZERO` and the escape) | (freq - 1) << 8 | (slot - start) << 20.
     pub(super) e_dec: Vec<u32>,
-    /// Per exponent and mantissa-top symbol: count in the current and earlier batches.
-    m_counts: Box<[[u32; 8]; 256]>,
+    /// Per `E << 4 | M` (rows up to 511 so that 13-bit indexes need no check): count in the
+    /// current and earlier batches; `ZERO` counts at `ZERO_EM`.
+    m_counts: Box<[[u32; 16]; 512]>,
     m_total: Vec<u32>,
     /// Per exponent: `m_total` when its table was last fitted.
     m_fit: Vec<u32>,
-    /// Per exponent and mantissa-top symbol: `start | freq << 16`.
-    m_enc: Box<[[u32; 8]; 256]>,
-    /// Per exponent, per slot: symbol | freq << 3 | (slot - start) << 12.
+    /// Per exponent and `M`: `start | freq << 16`.
+    m_enc: Box<[[u32; 16]; 256]>,
+    /// Per exponent, per slot: `M` | freq << 4 | (slot - start) << 13.
     pub(super) m_dec: Vec<u32>,
-    /// Four partial histograms of `e << 3 | m` for `count_batch`, zero between batches.
-    partial: Box<[[u32; 2048]; 4]>,
+    /// Four partial histograms of `E << 4 | M` for `count_batch`, zero between batches.
+    partial: Box<[[u32; 8192]; 4]>,
+    /// `M` symbols per exponent: 16 with the sign, else 8.
+    m_syms: usize,
 }
 
 impl Model {
-    fn new() -> Self {
+    fn new(f: Fields) -> Self {
         let mut m = Model {
-            e_counts: [0; 256],
+            e_counts: [0; 257],
             e_total: 0,
-            e_enc: [0; 256],
+            e_enc: [0; 257],
+            zero_start: 0,
             escape_start: 0,
             e_dec: vec![0; 1 << E_BITS],
-            m_counts: Box::new([[0; 8]; 256]),
-            m_total: vec![0; 256],
-            m_fit: vec![0; 256],
-            m_enc: Box::new([[0; 8]; 256]),
+            m_counts: Box::new([[0; 16]; 512]),
+            m_total: vec![0; 257],
+            m_fit: vec![0; 257],
+            m_enc: Box::new([[0; 16]; 256]),
             m_dec: vec![0; 256 << M_BITS],
-            partial: Box::new([[0; 2048]; 4]),
+            partial: Box::new([[0; 8192]; 4]),
+            m_syms: if f.signed { 16 } else { 8 },
         };
         m.refit_e();
         for e in 0..256 {
@@ -139,7 +194,7 @@ impl Model {
             }
             self.e_total = total;
         }
-        let mut freqs = [0u32; 256];
+        let mut freqs = [0u32; 257];
         let fitted = fit(&self.e_counts, E_BITS, false, ESCAPE, &mut freqs);
         // Each slot first gets its symbol's entry less `start << 20`, then (wrapping) plus
         // `slot << 20`, which leaves `(slot - start) << 20`.
@@ -147,8 +202,11 @@ impl Model {
         let mut start = 0u32;
         for (s, &f) in freqs.iter().enumerate() {
             self.e_enc[s] = start | f << 16;
+            if s == ZERO {
+                self.zero_start = start;
+            }
             if f > 0 {
-                let base = (s as u32 | (f - 1) << 8).wrapping_sub(start << 20);
+                let base = ((s as u32 & 0xff) | (f - 1) << 8).wrapping_sub(start << 20);
                 table[start as usize..(start + f) as usize].fill(base);
             }
             start += f;
@@ -169,22 +227,23 @@ impl Model {
             }
             self.m_total[e] = total;
         }
-        let mut freqs = [0u32; 8];
-        fit(&self.m_counts[e], M_BITS, true, 0, &mut freqs);
+        let k = self.m_syms;
+        let mut freqs = [0u32; 16];
+        fit(&self.m_counts[e][..k], M_BITS, true, 0, &mut freqs[..k]);
         let table = &mut self.m_dec[e << M_BITS..(e + 1) << M_BITS];
         let mut start = 0u32;
-        for (s, &f) in freqs.iter().enumerate() {
+        for (s, &f) in freqs[..k].iter().enumerate() {
             self.m_enc[e][s] = start | f << 16;
-            let base = (s as u32 | f << 3).wrapping_sub(start << 12);
+            let base = (s as u32 | f << 4).wrapping_sub(start << 13);
             table[start as usize..(start + f) as usize].fill(base);
             start += f;
         }
-        add_slots::<12>(table);
+        add_slots::<13>(table);
     }
 
-    /// Counts a batch of values given as `e << 3 | m`: four partial histograms, so that
+    /// Counts a batch of values given as `E << 4 | M`: four partial histograms, so that
     /// repeats of a symbol do not wait on each other, merged over the range the batch used.
-    /// Returns the range of exponents the batch holds.
+    /// Returns the range of `E` symbols the batch holds.
     fn count_batch(&mut self, em: &[u16]) -> Range<usize> {
         // SAFETY: the kernel level is never above what the CPU supports.
         #[cfg(target_arch = "x86_64")]
@@ -211,25 +270,25 @@ impl Model {
     #[inline(always)]
     fn count_batch_body(&mut self, em: &[u16]) -> Range<usize> {
         let counts = self.m_counts.as_flattened_mut();
-        let lo = em.iter().fold(0x7ff, |a, &v| a.min(v & 0x7ff)) as usize;
-        let hi = em.iter().fold(0, |a, &v| a.max(v & 0x7ff)) as usize;
-        let exponents = lo >> 3..(hi >> 3) + 1;
+        let lo = em.iter().fold(0x1fff, |a, &v| a.min(v & 0x1fff)) as usize;
+        let hi = em.iter().fold(0, |a, &v| a.max(v & 0x1fff)) as usize;
+        let exponents = lo >> 4..(hi >> 4) + 1;
         if em.len() < 512 {
             for &v in em {
-                counts[v as usize & 0x7ff] += 1;
+                counts[v as usize & 0x1fff] += 1;
             }
             return exponents;
         }
         let [h0, h1, h2, h3] = &mut *self.partial;
         let quads = em.chunks_exact(4);
         for &v in quads.remainder() {
-            counts[v as usize & 0x7ff] += 1;
+            counts[v as usize & 0x1fff] += 1;
         }
         for q in quads {
-            h0[q[0] as usize & 0x7ff] += 1;
-            h1[q[1] as usize & 0x7ff] += 1;
-            h2[q[2] as usize & 0x7ff] += 1;
-            h3[q[3] as usize & 0x7ff] += 1;
+            h0[q[0] as usize & 0x1fff] += 1;
+            h1[q[1] as usize & 0x1fff] += 1;
+            h2[q[2] as usize & 0x1fff] += 1;
+            h3[q[3] as usize & 0x1fff] += 1;
         }
         for i in lo..=hi {
             counts[i] += h0[i] + h1[i] + h2[i] + h3[i];
@@ -266,14 +325,14 @@ impl Model {
 
     #[inline(always)]
     fn end_batch_body(&mut self, exponents: Range<usize>) {
-        for e in exponents {
+        for e in exponents.start..exponents.end.min(ZERO + 1) {
             let sum: u32 = self.m_counts[e].iter().sum();
             let new = sum - self.m_total[e];
             if new > 0 {
                 self.e_counts[e] += new;
                 self.e_total += new;
                 self.m_total[e] = sum;
-                if LAZY * (sum - self.m_fit[e]) >= self.m_fit[e] {
+                if e < ZERO && LAZY * (sum - self.m_fit[e]) >= self.m_fit[e] {
                     self.refit_m(e);
                     self.m_fit[e] = self.m_total[e];
                 }
@@ -303,59 +362,67 @@ fn batch_len(k: u32) -> usize {
 
 /// Value width `W` (bytes) and exponent bits `EB` are constants so every shift is one.
 fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, out: &mut Vec<u8>) {
-    let f = Fields {
+    let mut f = Fields {
         bits: 8 * W as u32,
         ebits: EB,
+        signed: false,
     };
+    f.signed = sign_pays::<W>(data, f);
     let n = data.len() / W;
-    let mut model = Model::new();
+    let mut model = Model::new(f);
     let lanes = lanes_for(n);
     let mut syms = lanes::Symbols::new(n, lanes);
     let mut em = vec![0u16; MAX_BATCH];
-    // Residuals of the current IBP group (batches never straddle two).
-    let mut residual = vec![0u64; ibp::GROUP];
+    // Residuals not yet packed (IBP groups hold GROUP residuals, whatever the batches).
+    let mut residual = Vec::with_capacity(ibp::GROUP);
     let mut packer = ibp::Packer::new(f.rbits(), n);
-    let (mut i, mut k) = (0usize, 0u32);
+    let (mut i, mut k, mut residuals) = (0usize, 0u32, 0u32);
     while i < n {
         let end = (i + batch_len(k)).min(n);
         let em = &mut em[..end - i];
         let values = data[i * W..end * W].chunks_exact(W);
-        let g0 = i % ibp::GROUP;
-        for ((v, o), r) in values
-            .zip(em.iter_mut())
-            .zip(&mut residual[g0..g0 + end - i])
-        {
-            let (e, m, rest) = f.split(read::<W>(v));
-            *o = (e as u16) << 3 | m as u16;
-            *r = rest;
+        for (v, o) in values.zip(em.iter_mut()) {
+            let (top, rest) = f.split(read::<W>(v));
+            *o = top;
+            if top != ZERO_EM {
+                residual.push(rest);
+                if residual.len() == ibp::GROUP {
+                    packer.group(&residual);
+                    residual.clear();
+                }
+            }
         }
         // Every symbol of the batch from the tables fitted before it.
         let escape = model.escape_start | ((1 << E_BITS) - model.escape_start) << 16;
         let m_enc = model.m_enc.as_flattened();
         let slots = syms.e[i..end].iter_mut().zip(&mut syms.m[i..end]);
         for (j, (&v, (e_sym, m_sym))) in em.iter().zip(slots).enumerate() {
-            let e = (v >> 3) as usize & 0xff;
-            let ee = model.e_enc[e];
+            let e = (v >> 4) as usize;
+            let ee = model.e_enc[e.min(ZERO)];
             *e_sym = if ee >> 16 != 0 {
                 ee
             } else {
-                syms.escapes.push(((i + j) as u32, e as u8));
+                syms.escapes.push(((i + j) as u32, e as u16));
                 escape
             };
-            *m_sym = m_enc[v as usize & 0x7ff];
+            // No mantissa top for +0.0 (a zero symbol is skipped).
+            *m_sym = if v == ZERO_EM { 0 } else { m_enc[v as usize & 0xfff] };
         }
         for g in (i..end).step_by(lanes) {
             syms.groups.push((g as u32, (end - g).min(lanes) as u32));
         }
+        residuals += em.iter().filter(|&&v| v != ZERO_EM).count() as u32;
         let exponents = model.count_batch(em);
         model.end_batch(exponents);
-        if end.is_multiple_of(ibp::GROUP) || end == n {
-            packer.group(&residual[..g0 + end - i]);
-        }
         i = end;
         k += 1;
     }
+    if !residual.is_empty() {
+        packer.group(&residual);
+    }
     out.push(lanes as u8);
+    out.push(u8::from(f.signed));
+    out.extend_from_slice(&residuals.to_le_bytes());
     let at = out.len();
     out.extend_from_slice(&[0; 4]);
     kernel.encode(&mut syms, out);
@@ -365,6 +432,35 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, o
     packer.finish(out);
 }
 
+/// The residuals of a block in order, unpacked an IBP group at a time.
+struct Residuals<'a> {
+    unpacker: ibp::Unpacker<'a>,
+    /// Residuals not unpacked yet.
+    left: usize,
+    buf: Vec<u64>,
+    at: usize,
+}
+
+impl Residuals<'_> {
+    /// The next `k` (at most GROUP) residuals.
+    fn take(&mut self, k: usize) -> Result<&[u64]> {
+        if self.buf.len() - self.at < k {
+            self.buf.drain(..self.at);
+            self.at = 0;
+            let g = self.left.min(ibp::GROUP);
+            let have = self.buf.len();
+            self.buf.resize(have + g, 0);
+            self.unpacker.group(&mut self.buf[have..])?;
+            self.left -= g;
+            if self.buf.len() < k {
+                return Err(Error::Corrupt("tensor block: residuals run out".into()));
+            }
+        }
+        self.at += k;
+        Ok(&self.buf[self.at - k..self.at])
+    }
+}
+
 fn decode_w<const W: usize, const EB: u32>(
     body: &[u8],
     n: usize,
@@ -372,29 +468,38 @@ fn decode_w<const W: usize, const EB: u32>(
     out: &mut Vec<u8>,
 ) -> Result<()> {
     let bad = |what: &str| Error::Corrupt(format!("tensor block: {what}"));
-    let f = Fields {
-        bits: 8 * W as u32,
-        ebits: EB,
-    };
-    let (&lanes, body) = body
-        .split_first()
-        .ok_or_else(|| bad("missing lane count"))?;
-    let lanes = lanes as usize;
+    let head = body
+        .get(..10)
+        .ok_or_else(|| bad("missing lane and stream lengths"))?;
+    let lanes = head[0] as usize;
     if lanes != 16 && lanes != 32 && lanes != 64 {
         return Err(bad("unknown lane count"));
     }
-    let len = body
-        .get(..4)
-        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
-        .ok_or_else(|| bad("missing stream length"))?;
+    if head[1] > 1 {
+        return Err(bad("unknown sign mode"));
+    }
+    let f = Fields {
+        bits: 8 * W as u32,
+        ebits: EB,
+        signed: head[1] == 1,
+    };
+    let count = u32::from_le_bytes([head[2], head[3], head[4], head[5]]) as usize;
+    let len = u32::from_le_bytes([head[6], head[7], head[8], head[9]]) as usize;
+    if count > n {
+        return Err(bad("more residuals than values"));
+    }
     let stream = body
-        .get(4..4 + len)
+        .get(10..10 + len)
         .ok_or_else(|| bad("stream cut short"))?;
-    let rest = &body[4 + len..];
-    let mut residuals = ibp::Unpacker::for_level(rest, f.rbits(), n)?;
-    let mut group = vec![0u64; ibp::GROUP];
+    let rest = &body[10 + len..];
+    let mut residuals = Residuals {
+        unpacker: ibp::Unpacker::for_level(rest, f.rbits(), count)?,
+        left: count,
+        buf: Vec::with_capacity(2 * ibp::GROUP),
+        at: 0,
+    };
     let mut em = vec![0u16; MAX_BATCH];
-    let mut model = Model::new();
+    let mut model = Model::new(f);
     let (mut x, mut words) = rans::Decoder::new(stream, lanes)?.split();
     let start = out.len();
     out.reserve(n * W);
@@ -402,38 +507,62 @@ fn decode_w<const W: usize, const EB: u32>(
     let values = &mut out.spare_capacity_mut()[..n * W];
     let (mut i, mut k) = (0usize, 0u32);
     while i < n {
-        if i % ibp::GROUP == 0 {
-            let len = (n - i).min(ibp::GROUP);
-            residuals.group(&mut group[..len])?;
-        }
         let end = (i + batch_len(k)).min(n);
         let em = &mut em[..end - i];
         kernel.lanes(&mut x, &mut words, &model, em, lanes);
         let exponents = model.count_batch(em);
-        let g0 = i % ibp::GROUP;
-        let res = &group[g0..g0 + (end - i)];
-        join_all::<W, EB>(em, res, &mut values[i * W..end * W]);
+        let zeros = em.iter().filter(|&&v| v == ZERO_EM).count();
+        let res = residuals.take(em.len() - zeros)?;
+        let slots = &mut values[i * W..end * W];
+        if zeros == 0 && f.signed {
+            join_all::<W, EB, true>(em, res, slots);
+        } else if zeros == 0 {
+            join_all::<W, EB, false>(em, res, slots);
+        } else {
+            let mut res = res.iter();
+            for (o, &v) in slots.chunks_exact_mut(W).zip(em.iter()) {
+                let value = match v {
+                    ZERO_EM => 0,
+                    _ => f.join(v, res.next().copied().unwrap_or(0)),
+                };
+                for (o, b) in o.iter_mut().zip(value.to_le_bytes()) {
+                    o.write(b);
+                }
+            }
+        }
         model.end_batch(exponents);
         i = end;
         k += 1;
     }
-    if residuals.consumed() != rest.len() {
+    if residuals.left != 0 || residuals.at != residuals.buf.len() {
+        return Err(bad("residuals left over"));
+    }
+    if residuals.unpacker.consumed() != rest.len() {
         return Err(bad("unexpected bytes after the data"));
     }
     rans::Decoder::join(x, words).finish()?;
-    // SAFETY: the batches cover values 0..n and `join_all` wrote all W bytes of each.
+    // SAFETY: the batches cover values 0..n and every value's W bytes were written.
     unsafe { out.set_len(start + n * W) };
     Ok(())
 }
 
-/// Joins each `e << 3 | m` with its residual into `out`, W bytes per value (with the widest
-/// vectors allowed).
-fn join_all<const W: usize, const EB: u32>(em: &[u16], res: &[u64], out: &mut [MaybeUninit<u8>]) {
+/// Joins each `E << 4 | M` (none `ZERO_EM`) with its residual into `out`, W bytes per value,
+/// the sign coded with `M` if `S` (with the widest vectors allowed).
+fn join_all<const W: usize, const EB: u32, const S: bool>(
+    em: &[u16],
+    res: &[u64],
+    out: &mut [MaybeUninit<u8>],
+) {
     #[inline(always)]
-    fn body<const W: usize, const EB: u32>(em: &[u16], res: &[u64], out: &mut [MaybeUninit<u8>]) {
+    fn body<const W: usize, const EB: u32, const S: bool>(
+        em: &[u16],
+        res: &[u64],
+        out: &mut [MaybeUninit<u8>],
+    ) {
         let f = Fields {
             bits: 8 * W as u32,
             ebits: EB,
+            signed: S,
         };
         for ((o, &v), &r) in out.chunks_exact_mut(W).zip(em).zip(res) {
             let bytes = f.join(v, r).to_le_bytes();
@@ -444,30 +573,30 @@ fn join_all<const W: usize, const EB: u32>(em: &[u16], res: &[u64], out: &mut [M
     }
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
-    unsafe fn avx512<const W: usize, const EB: u32>(
+    unsafe fn avx512<const W: usize, const EB: u32, const S: bool>(
         em: &[u16],
         res: &[u64],
         out: &mut [MaybeUninit<u8>],
     ) {
-        body::<W, EB>(em, res, out)
+        body::<W, EB, S>(em, res, out)
     }
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    unsafe fn avx2<const W: usize, const EB: u32>(
+    unsafe fn avx2<const W: usize, const EB: u32, const S: bool>(
         em: &[u16],
         res: &[u64],
         out: &mut [MaybeUninit<u8>],
     ) {
-        body::<W, EB>(em, res, out)
+        body::<W, EB, S>(em, res, out)
     }
     // SAFETY: the kernel level is never above what the CPU supports.
     #[cfg(target_arch = "x86_64")]
     match level() {
-        KernelLevel::Avx512 => return unsafe { avx512::<W, EB>(em, res, out) },
-        KernelLevel::Avx2 => return unsafe { avx2::<W, EB>(em, res, out) },
+        KernelLevel::Avx512 => return unsafe { avx512::<W, EB, S>(em, res, out) },
+        KernelLevel::Avx2 => return unsafe { avx2::<W, EB, S>(em, res, out) },
         KernelLevel::Scalar => {}
     }
-    body::<W, EB>(em, res, out)
+    body::<W, EB, S>(em, res, out)
 }
 
 #[inline(always)]
@@ -597,44 +726,43 @@ mod tests {
     /// encoder kernel must write.
     fn reference_stream<const W: usize, const EB: u32>(data: &[u8]) -> Vec<u8> {
         use crate::coder::rans::Sym;
-        let f = Fields {
+        let mut f = Fields {
             bits: 8 * W as u32,
             ebits: EB,
+            signed: false,
         };
+        f.signed = sign_pays::<W>(data, f);
         let sym = |packed: u32, bits: u32| Sym {
             start: packed & 0xffff,
             freq: packed >> 16,
             bits,
         };
         let n = data.len() / W;
-        let mut model = Model::new();
+        let mut model = Model::new(f);
         let mut enc = rans::Encoder::new(2 * n, lanes_for(n));
         let (mut i, mut k) = (0usize, 0u32);
         while i < n {
             let end = (i + batch_len(k)).min(n);
             let em: Vec<u16> = data[i * W..end * W]
                 .chunks_exact(W)
-                .map(|v| {
-                    let (e, m, _) = f.split(read::<W>(v));
-                    (e as u16) << 3 | m as u16
-                })
+                .map(|v| f.split(read::<W>(v)).0)
                 .collect();
             for group in em.chunks(lanes_for(n)) {
                 for (l, &v) in group.iter().enumerate() {
-                    let ee = model.e_enc[(v >> 3) as usize];
+                    let ee = model.e_enc[(v >> 4) as usize];
                     let escape = model.escape_start | ((1 << E_BITS) - model.escape_start) << 16;
                     enc.put(sym(if ee >> 16 != 0 { ee } else { escape }, E_BITS), l);
                 }
                 for (l, &v) in group.iter().enumerate() {
-                    if model.e_enc[(v >> 3) as usize] >> 16 == 0 {
-                        enc.put(sym((v >> 3) as u32 | 1 << 16, 8), l);
+                    if model.e_enc[(v >> 4) as usize] >> 16 == 0 {
+                        enc.put(sym((v >> 4) as u32 | 1 << 16, RAW_BITS), l);
                     }
                 }
                 for (l, &v) in group.iter().enumerate() {
-                    enc.put(
-                        sym(model.m_enc[(v >> 3) as usize][v as usize & 7], M_BITS),
-                        l,
-                    );
+                    if v != ZERO_EM {
+                        let m = model.m_enc[(v >> 4) as usize][v as usize & 15];
+                        enc.put(sym(m, M_BITS), l);
+                    }
                 }
             }
             let exponents = model.count_batch(&em);
@@ -649,14 +777,22 @@ mod tests {
 
     /// The rANS stream inside a payload of `encode` (no tail).
     fn stream_of(payload: &[u8]) -> &[u8] {
-        let len = u32::from_le_bytes(payload[7..11].try_into().unwrap()) as usize;
-        &payload[11..11 + len]
+        let len = u32::from_le_bytes(payload[12..16].try_into().unwrap()) as usize;
+        &payload[16..16 + len]
     }
 
-    /// Weights with never-seen exponents in both halves of many 32-value groups.
+    /// Weights with never-seen exponents in both halves of many 32-value groups, +0.0 (its
+    /// own symbol) and -0.0 (not) here and there.
     fn with_escapes(n: usize) -> Vec<u8> {
         let w = weights(n, 11);
         let mut bits: Vec<u32> = w.iter().map(|v| v.to_bits()).collect();
+        for (i, b) in bits.iter_mut().enumerate() {
+            if i % 37 == 5 || i % 1000 < 40 {
+                *b = 0;
+            } else if i % 101 == 7 {
+                *b = 0x8000_0000;
+            }
+        }
         let rare = (0u32..256).filter(|e| !(100..=127).contains(e));
         for (k, e) in rare.enumerate() {
             let at = 64 + 32 * (k / 2) + if k % 2 == 0 { 3 } else { 20 };

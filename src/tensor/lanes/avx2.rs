@@ -3,7 +3,7 @@
 
 use super::{States, Symbols};
 use crate::coder::rans::{Words, WAYS};
-use crate::tensor::planes::{Model, E_BITS, M_BITS};
+use crate::tensor::planes::{Model, E_BITS, M_BITS, RAW_BITS, ZERO_EM};
 use std::arch::x86_64::*;
 
 /// For each 8-bit mask, the permutation that moves consecutive words into the set lanes.
@@ -43,9 +43,11 @@ pub(super) unsafe fn groups<const R: usize>(
     let m12 = _mm256_set1_epi32(0xfff);
     let m9 = _mm256_set1_epi32(0x1ff);
     let m8 = _mm256_set1_epi32(0xff);
-    let m3 = _mm256_set1_epi32(7);
+    let m4 = _mm256_set1_epi32(15);
     let one = _mm256_set1_epi32(1);
     let esc_start = _mm256_set1_epi32(model.escape_start as i32);
+    let zero_start = _mm256_set1_epi32(model.zero_start as i32);
+    let zero_em = _mm256_set1_epi32(ZERO_EM as i32);
     let e_dec = model.e_dec.as_ptr() as *const i32;
     let m_dec = model.m_dec.as_ptr() as *const i32;
     // Lanes in `active` whose state fell below LOW take the next words, in lane order.
@@ -67,13 +69,17 @@ pub(super) unsafe fn groups<const R: usize>(
     }
     let mut done = 0;
     while done + lanes <= em.len() && pos + group_bytes <= data.len() {
+        // `E` symbols: exponents, which lanes escaped, which are +0.0 (lane masks).
         let mut e = [zero; R];
         let mut esc = [zero; R];
+        let mut zeros = [zero; R];
         for r in 0..R {
             let slot = _mm256_and_si256(xs[r], m12);
             let d = _mm256_i32gather_epi32::<4>(e_dec, slot);
-            // slot >= escape start, both below 2^13.
+            // slot >= escape start (both below 2^13), and >= zero start short of that.
             esc[r] = _mm256_andnot_si256(_mm256_cmpgt_epi32(esc_start, slot), all);
+            let past_zero = _mm256_andnot_si256(_mm256_cmpgt_epi32(zero_start, slot), all);
+            zeros[r] = _mm256_andnot_si256(esc[r], past_zero);
             let freq = _mm256_add_epi32(_mm256_and_si256(_mm256_srli_epi32::<8>(d), m12), one);
             xs[r] = _mm256_add_epi32(
                 _mm256_mullo_epi32(freq, _mm256_srli_epi32::<{ E_BITS as i32 }>(xs[r])),
@@ -84,15 +90,21 @@ pub(super) unsafe fn groups<const R: usize>(
         for x in xs.iter_mut() {
             renorm!(*x, all);
         }
+        // Escaped lanes take their symbol from the next 9 bits (256 and up: +0.0).
         if esc.iter().any(|&m| _mm256_testz_si256(m, m) == 0) {
             for r in 0..R {
-                e[r] = _mm256_blendv_epi8(e[r], _mm256_and_si256(xs[r], m8), esc[r]);
-                xs[r] = _mm256_blendv_epi8(xs[r], _mm256_srli_epi32::<8>(xs[r]), esc[r]);
+                let raw = _mm256_and_si256(xs[r], m9);
+                let big = _mm256_cmpgt_epi32(raw, m8);
+                zeros[r] = _mm256_or_si256(zeros[r], _mm256_and_si256(esc[r], big));
+                e[r] = _mm256_blendv_epi8(e[r], _mm256_and_si256(raw, m8), esc[r]);
+                let shifted = _mm256_srli_epi32::<{ RAW_BITS as i32 }>(xs[r]);
+                xs[r] = _mm256_blendv_epi8(xs[r], shifted, esc[r]);
             }
             for r in 0..R {
                 renorm!(xs[r], esc[r]);
             }
         }
+        // `M` symbols, from the table of each lane's exponent; none for +0.0.
         let out = em.as_mut_ptr().add(done);
         for r in 0..R {
             let idx = _mm256_or_si256(
@@ -100,18 +112,20 @@ pub(super) unsafe fn groups<const R: usize>(
                 _mm256_and_si256(xs[r], m8),
             );
             let md = _mm256_i32gather_epi32::<4>(m_dec, idx);
-            let freq = _mm256_and_si256(_mm256_srli_epi32::<3>(md), m9);
-            xs[r] = _mm256_add_epi32(
+            let freq = _mm256_and_si256(_mm256_srli_epi32::<4>(md), m9);
+            let next = _mm256_add_epi32(
                 _mm256_mullo_epi32(freq, _mm256_srli_epi32::<{ M_BITS as i32 }>(xs[r])),
-                _mm256_srli_epi32::<12>(md),
+                _mm256_srli_epi32::<13>(md),
             );
-            let v = _mm256_or_si256(_mm256_slli_epi32::<3>(e[r]), _mm256_and_si256(md, m3));
-            // Values are below 2^11: pack to 16 bits, both halves' results side by side.
+            xs[r] = _mm256_blendv_epi8(next, xs[r], zeros[r]);
+            let v = _mm256_or_si256(_mm256_slli_epi32::<4>(e[r]), _mm256_and_si256(md, m4));
+            let v = _mm256_blendv_epi8(v, zero_em, zeros[r]);
+            // Values are below 2^13: pack to 16 bits, both halves' results side by side.
             let packed = _mm256_permute4x64_epi64::<0b1000>(_mm256_packus_epi32(v, v));
             _mm_storeu_si128(out.add(8 * r).cast(), _mm256_castsi256_si128(packed));
         }
-        for x in xs.iter_mut() {
-            renorm!(*x, all);
+        for r in 0..R {
+            renorm!(xs[r], _mm256_andnot_si256(zeros[r], all));
         }
         done += lanes;
     }
@@ -179,7 +193,7 @@ pub(super) unsafe fn encode_group<const R: usize>(
     x: &mut States,
     s: &Symbols,
     g0: u32,
-    escapes: &[(u32, u8)],
+    escapes: &[(u32, u16)],
     words: &mut [u16],
     n: &mut usize,
 ) {
@@ -190,6 +204,7 @@ pub(super) unsafe fn encode_group<const R: usize>(
     let low16 = _mm256_set1_epi32(0xffff);
     let zero = _mm256_setzero_si256();
     let all = _mm256_set1_epi32(-1);
+    let one = _mm256_set1_epi32(1);
     let out = words.as_mut_ptr();
     // The low words of the lanes in `spill` (a lane mask), last lane first.
     macro_rules! emit {
@@ -203,30 +218,33 @@ pub(super) unsafe fn encode_group<const R: usize>(
             *n += mask.count_ones() as usize;
         }};
     }
-    // One symbol per lane from `syms` (`start | freq << 16` per lane), precision `$bits`;
-    // registers last to first.
+    // One symbol per lane from `syms` (`start | freq << 16` per lane; 0: no symbol),
+    // precision `$bits`; registers last to first.
     macro_rules! phase {
         ($syms:expr, $bits:expr, $top:expr) => {{
             for r in (0..R).rev() {
                 let sym = _mm256_loadu_si256($syms[g0 + 8 * r..g0 + 8 * r + 8].as_ptr().cast());
                 let freq = _mm256_srli_epi32::<16>(sym);
+                let active = _mm256_andnot_si256(_mm256_cmpeq_epi32(freq, zero), all);
                 // Both sides below 2^13: a signed comparison is exact.
                 let top = _mm256_srli_epi32::<$top>(xs[r]);
-                let spill = _mm256_andnot_si256(_mm256_cmpgt_epi32(freq, top), all);
+                let spill = _mm256_andnot_si256(_mm256_cmpgt_epi32(freq, top), active);
                 emit!(xs[r], spill);
                 let y = _mm256_blendv_epi8(xs[r], _mm256_srli_epi32::<16>(xs[r]), spill);
-                let q = quotient(y, freq);
+                // Lanes without a symbol divide by 1 and are not kept.
+                let q = quotient(y, _mm256_max_epu32(freq, one));
                 let rest = _mm256_sub_epi32(y, _mm256_mullo_epi32(q, freq));
-                xs[r] = _mm256_add_epi32(
+                let next = _mm256_add_epi32(
                     _mm256_add_epi32(_mm256_slli_epi32::<$bits>(q), rest),
                     _mm256_and_si256(sym, low16),
                 );
+                xs[r] = _mm256_blendv_epi8(xs[r], next, active);
             }
         }};
     }
     phase!(s.m, { M_BITS as i32 }, { 32 - M_BITS as i32 });
     if !escapes.is_empty() {
-        // Escaped lanes take their exponent as 8 raw bits.
+        // Escaped lanes take their `E` symbol as raw bits.
         let mut esc = [0i32; WAYS];
         let mut es = [0u32; WAYS];
         for &(at, e) in escapes {
@@ -237,11 +255,11 @@ pub(super) unsafe fn encode_group<const R: usize>(
         for r in (0..R).rev() {
             let m = _mm256_loadu_si256(esc[8 * r..].as_ptr().cast());
             let e = _mm256_loadu_si256(es[8 * r..].as_ptr().cast());
-            let high = _mm256_cmpeq_epi32(_mm256_srli_epi32::<24>(xs[r]), zero);
-            let spill = _mm256_andnot_si256(high, m);
+            let top = _mm256_srli_epi32::<{ 32 - RAW_BITS as i32 }>(xs[r]);
+            let spill = _mm256_andnot_si256(_mm256_cmpeq_epi32(top, zero), m);
             emit!(xs[r], spill);
             let y = _mm256_blendv_epi8(xs[r], _mm256_srli_epi32::<16>(xs[r]), spill);
-            let coded = _mm256_add_epi32(_mm256_slli_epi32::<8>(y), e);
+            let coded = _mm256_add_epi32(_mm256_slli_epi32::<{ RAW_BITS as i32 }>(y), e);
             xs[r] = _mm256_blendv_epi8(xs[r], coded, m);
         }
     }

@@ -3,7 +3,7 @@
 
 use super::{States, Symbols};
 use crate::coder::rans::{Words, WAYS};
-use crate::tensor::planes::{Model, E_BITS, M_BITS};
+use crate::tensor::planes::{Model, E_BITS, M_BITS, RAW_BITS, ZERO, ZERO_EM};
 use std::arch::x86_64::*;
 
 /// Decodes whole groups of `16 R` lanes (register r holds lanes 16 r to 16 r + 15, so `R`
@@ -26,7 +26,10 @@ pub(super) unsafe fn groups<const R: usize>(
     let m12 = _mm512_set1_epi32(0xfff);
     let m9 = _mm512_set1_epi32(0x1ff);
     let m8 = _mm512_set1_epi32(0xff);
-    let m3 = _mm512_set1_epi32(7);
+    let m4 = _mm512_set1_epi32(15);
+    let zero_sym = _mm512_set1_epi32(ZERO as i32);
+    let zero_em = _mm512_set1_epi32(ZERO_EM as i32);
+    let zero_start = _mm512_set1_epi32(model.zero_start as i32);
     let one = _mm512_set1_epi32(1);
     let esc_start = _mm512_set1_epi32(model.escape_start as i32);
     let e_dec = model.e_dec.as_ptr() as *const i32;
@@ -44,13 +47,15 @@ pub(super) unsafe fn groups<const R: usize>(
     }
     let mut done = 0;
     while done + lanes <= em.len() && pos + group_bytes <= data.len() {
-        // Exponents (and which lanes escaped).
+        // `E` symbols: exponents, which lanes escaped, which are +0.0.
         let mut e = [_mm512_setzero_si512(); R];
         let mut esc = [0u16; R];
+        let mut zero = [0u16; R];
         for r in 0..R {
             let slot = _mm512_and_si512(xs[r], m12);
             let d = _mm512_i32gather_epi32::<4>(slot, e_dec);
             esc[r] = _mm512_cmpge_epu32_mask(slot, esc_start);
+            zero[r] = _mm512_cmpge_epu32_mask(slot, zero_start) & !esc[r];
             let freq = _mm512_add_epi32(_mm512_and_si512(_mm512_srli_epi32::<8>(d), m12), one);
             xs[r] = _mm512_add_epi32(
                 _mm512_mullo_epi32(freq, _mm512_srli_epi32::<E_BITS>(xs[r])),
@@ -61,17 +66,19 @@ pub(super) unsafe fn groups<const R: usize>(
         for x in xs.iter_mut() {
             renorm!(*x, 0xffff);
         }
-        // Escaped lanes take their exponent from the next 8 bits.
+        // Escaped lanes take their symbol from the next 9 bits (256 and up: +0.0).
         if esc.iter().any(|&m| m != 0) {
             for r in 0..R {
-                e[r] = _mm512_mask_and_epi32(e[r], esc[r], xs[r], m8);
-                xs[r] = _mm512_mask_srli_epi32::<8>(xs[r], esc[r], xs[r]);
+                let raw = _mm512_and_si512(xs[r], m9);
+                zero[r] |= _mm512_mask_cmpge_epu32_mask(esc[r], raw, zero_sym);
+                e[r] = _mm512_mask_and_epi32(e[r], esc[r], raw, m8);
+                xs[r] = _mm512_mask_srli_epi32::<RAW_BITS>(xs[r], esc[r], xs[r]);
             }
             for r in 0..R {
                 renorm!(xs[r], esc[r]);
             }
         }
-        // Mantissa tops, from the table of each lane's exponent.
+        // `M` symbols, from the table of each lane's exponent; none for +0.0.
         let out = em.as_mut_ptr().add(done);
         for r in 0..R {
             let idx = _mm512_or_si512(
@@ -79,16 +86,18 @@ pub(super) unsafe fn groups<const R: usize>(
                 _mm512_and_si512(xs[r], m8),
             );
             let md = _mm512_i32gather_epi32::<4>(idx, m_dec);
-            let freq = _mm512_and_si512(_mm512_srli_epi32::<3>(md), m9);
-            xs[r] = _mm512_add_epi32(
+            let freq = _mm512_and_si512(_mm512_srli_epi32::<4>(md), m9);
+            let next = _mm512_add_epi32(
                 _mm512_mullo_epi32(freq, _mm512_srli_epi32::<M_BITS>(xs[r])),
-                _mm512_srli_epi32::<12>(md),
+                _mm512_srli_epi32::<13>(md),
             );
-            let v = _mm512_or_si512(_mm512_slli_epi32::<3>(e[r]), _mm512_and_si512(md, m3));
+            xs[r] = _mm512_mask_mov_epi32(xs[r], !zero[r], next);
+            let v = _mm512_or_si512(_mm512_slli_epi32::<4>(e[r]), _mm512_and_si512(md, m4));
+            let v = _mm512_mask_mov_epi32(v, zero[r], zero_em);
             _mm256_storeu_si256(out.add(16 * r).cast(), _mm512_cvtepi32_epi16(v));
         }
-        for x in xs.iter_mut() {
-            renorm!(*x, 0xffff);
+        for r in 0..R {
+            renorm!(xs[r], !zero[r]);
         }
         done += lanes;
     }
@@ -106,7 +115,7 @@ pub(super) unsafe fn encode_group<const R: usize>(
     x: &mut States,
     s: &Symbols,
     g0: u32,
-    escapes: &[(u32, u8)],
+    escapes: &[(u32, u16)],
     words: &mut [u16],
     n: &mut usize,
 ) -> bool {
@@ -144,28 +153,31 @@ pub(super) unsafe fn encode_group<const R: usize>(
             )
         }};
     }
-    // One symbol per lane from `syms` (`start | freq << 16` per lane), precision `$bits`;
-    // registers last to first.
+    // One symbol per lane from `syms` (`start | freq << 16` per lane; 0: no symbol),
+    // precision `$bits`; registers last to first.
     macro_rules! phase {
         ($syms:expr, $bits:expr, $top:expr) => {{
             for r in (0..R).rev() {
                 let sym = _mm512_loadu_si512($syms[g0 + 16 * r..g0 + 16 * r + 16].as_ptr().cast());
                 let freq = _mm512_srli_epi32::<16>(sym);
-                let spill = _mm512_cmpge_epu32_mask(_mm512_srli_epi32::<$top>(xs[r]), freq);
+                let active = _mm512_test_epi32_mask(freq, freq);
+                let top = _mm512_srli_epi32::<$top>(xs[r]);
+                let spill = _mm512_mask_cmpge_epu32_mask(active, top, freq);
                 emit!(xs[r], spill);
                 let y = _mm512_mask_srli_epi32::<16>(xs[r], spill, xs[r]);
                 let q = quotient!(y, freq);
                 let rest = _mm512_sub_epi32(y, _mm512_mullo_epi32(q, freq));
-                xs[r] = _mm512_add_epi32(
+                let next = _mm512_add_epi32(
                     _mm512_add_epi32(_mm512_slli_epi32::<$bits>(q), rest),
                     _mm512_and_si512(sym, low16),
                 );
+                xs[r] = _mm512_mask_mov_epi32(xs[r], active, next);
             }
         }};
     }
     phase!(s.m, M_BITS, { 32 - M_BITS });
     if !escapes.is_empty() {
-        // Escaped lanes take their exponent as 8 raw bits.
+        // Escaped lanes take their `E` symbol as raw bits.
         let mut mask = 0u64;
         let mut es = [0u32; WAYS];
         for &(at, e) in escapes {
@@ -176,10 +188,11 @@ pub(super) unsafe fn encode_group<const R: usize>(
         for r in (0..R).rev() {
             let m = (mask >> (16 * r)) as u16;
             let e = _mm512_loadu_si512(es[16 * r..].as_ptr().cast());
-            let spill = _mm512_mask_cmpge_epu32_mask(m, xs[r], _mm512_set1_epi32(1 << 24));
+            let limit = _mm512_set1_epi32(1 << (32 - RAW_BITS));
+            let spill = _mm512_mask_cmpge_epu32_mask(m, xs[r], limit);
             emit!(xs[r], spill);
             let y = _mm512_mask_srli_epi32::<16>(xs[r], spill, xs[r]);
-            xs[r] = _mm512_mask_add_epi32(xs[r], m, _mm512_slli_epi32::<8>(y), e);
+            xs[r] = _mm512_mask_add_epi32(xs[r], m, _mm512_slli_epi32::<RAW_BITS>(y), e);
         }
     }
     phase!(s.e, E_BITS, { 32 - E_BITS });

@@ -8,7 +8,7 @@ mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 
-use super::planes::{Model, E_BITS, M_BITS};
+use super::planes::{Model, E_BITS, M_BITS, RAW_BITS, ZERO, ZERO_EM};
 use crate::coder::rans::{self, Words, WAYS};
 use crate::engine::{level, KernelLevel};
 use std::cell::RefCell;
@@ -16,34 +16,41 @@ use std::cell::RefCell;
 /// Coder states, one per lane.
 pub(super) type States = [u32; WAYS];
 
-/// Decodes an exponent from `x`; returns it and whether it is the escape.
+/// Decodes an `E` symbol from `x`: returns the exponent (`ZERO` for +0.0) and whether it
+/// is the escape.
 #[inline(always)]
-fn e_step(x: &mut u32, w: &mut Words, model: &Model) -> (u8, bool) {
+fn e_step(x: &mut u32, w: &mut Words, model: &Model) -> (u16, bool) {
     let slot = *x & ((1 << E_BITS) - 1);
     let d = model.e_dec[slot as usize];
     rans::step(x, E_BITS, (d >> 8 & 0xfff) + 1, d >> 20, w);
-    (d as u8, slot >= model.escape_start)
+    let escaped = slot >= model.escape_start;
+    let zero = !escaped && slot >= model.zero_start;
+    (if zero { ZERO as u16 } else { d as u16 & 0xff }, escaped)
 }
 
-/// Decodes an escaped exponent's 8 raw bits.
+/// Decodes an escaped `E` symbol's raw bits (256 and up: `ZERO`).
 #[inline(always)]
-fn raw_step(x: &mut u32, w: &mut Words) -> u8 {
-    let e = *x as u8;
-    rans::step(x, 8, 1, 0, w);
-    e
+fn raw_step(x: &mut u32, w: &mut Words) -> u16 {
+    let e = *x & ((1 << RAW_BITS) - 1);
+    rans::step(x, RAW_BITS, 1, 0, w);
+    e.min(ZERO as u32) as u16
 }
 
-/// Decodes the mantissa top of a value with exponent `e`; returns `e << 3 | m`.
+/// Decodes `M` for a value with exponent `e`; returns `E << 4 | M` (`ZERO_EM` without a step
+/// for +0.0).
 #[inline(always)]
-fn m_step(x: &mut u32, w: &mut Words, model: &Model, e: u8) -> u16 {
+fn m_step(x: &mut u32, w: &mut Words, model: &Model, e: u16) -> u16 {
+    if e as usize >= ZERO {
+        return ZERO_EM;
+    }
     let md = model.m_dec[(e as usize) << M_BITS | (*x & ((1 << M_BITS) - 1)) as usize];
-    rans::step(x, M_BITS, md >> 3 & 0x1ff, md >> 12, w);
-    (e as u16) << 3 | (md & 7) as u16
+    rans::step(x, M_BITS, md >> 4 & 0x1ff, md >> 13, w);
+    e << 4 | (md & 15) as u16
 }
 
-/// One group of up to 64 values, value l on state l: exponents, escapes, mantissa tops.
+/// One group of up to 64 values, value l on state l: `E` symbols, escapes, `M` symbols.
 fn group_scalar(x: &mut States, w: &mut Words, model: &Model, em: &mut [u16]) {
-    let mut es = [0u8; WAYS];
+    let mut es = [0u16; WAYS];
     let mut escaped = [false; WAYS];
     for l in 0..em.len() {
         (es[l], escaped[l]) = e_step(&mut x[l], w, model);
@@ -133,12 +140,12 @@ impl Kernel {
 
 /// A block's symbols in the order the encoder needs them.
 pub(super) struct Symbols {
-    /// Per value: its exponent's symbol `start | freq << 16` (the escape if escaped).
+    /// Per value: its `E` symbol `start | freq << 16` (the escape if escaped).
     pub e: Vec<u32>,
-    /// Per value: its mantissa top's symbol `start | freq << 16`.
+    /// Per value: its `M` symbol `start | freq << 16` (0: none, the value is +0.0).
     pub m: Vec<u32>,
-    /// Escaped exponents as (value index, exponent), in value order.
-    pub escapes: Vec<(u32, u8)>,
+    /// Escaped `E` symbols as (value index, symbol), in value order.
+    pub escapes: Vec<(u32, u16)>,
     /// Groups as (first value, number of values), in value order.
     pub groups: Vec<(u32, u32)>,
     /// Values in a whole group (16, 32 or 64).
@@ -194,22 +201,24 @@ fn put<const BITS: u32>(x: &mut u32, start: u32, freq: u32, words: &mut [u16], n
     *x = ((*x / freq) << BITS) + *x % freq + start;
 }
 
-/// Encodes one group in reverse (mantissa tops, escapes, exponents; last lane first).
+/// Encodes one group in reverse (`M` symbols, escapes, `E` symbols; last lane first).
 fn encode_group_scalar(
     x: &mut States,
     s: &Symbols,
     (g0, len): (u32, u32),
-    escapes: &[(u32, u8)],
+    escapes: &[(u32, u16)],
     words: &mut [u16],
     n: &mut usize,
 ) {
     let g0 = g0 as usize;
     for l in (0..len as usize).rev() {
         let m = s.m[g0 + l];
-        put::<M_BITS>(&mut x[l], m & 0xffff, m >> 16, words, n);
+        if m != 0 {
+            put::<M_BITS>(&mut x[l], m & 0xffff, m >> 16, words, n);
+        }
     }
     for &(at, e) in escapes.iter().rev() {
-        put::<8>(&mut x[at as usize - g0], e as u32, 1, words, n);
+        put::<RAW_BITS>(&mut x[at as usize - g0], e as u32, 1, words, n);
     }
     for l in (0..len as usize).rev() {
         let e = s.e[g0 + l];
