@@ -112,7 +112,8 @@ impl Fields {
 /// at least 0.02 bits less than 1 per value (more symbols per table cost about that).
 fn sign_pays<const W: usize>(data: &[u8], f: Fields) -> bool {
     let mut counts = vec![[0u64; 2]; 256];
-    for v in data.chunks_exact(W).step_by(4) {
+    // Every 3rd value: a stride prime to the power-of-two periods tensors tend to have.
+    for v in data.chunks_exact(W).step_by(3) {
         let v = read::<W>(v);
         if v != 0 {
             let e = (v >> (f.low() + 3)) as usize & ((1 << f.ebits) - 1);
@@ -406,7 +407,11 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, o
                 escape
             };
             // No mantissa top for +0.0 (a zero symbol is skipped).
-            *m_sym = if v == ZERO_EM { 0 } else { m_enc[v as usize & 0xfff] };
+            *m_sym = if v == ZERO_EM {
+                0
+            } else {
+                m_enc[v as usize & 0xfff]
+            };
         }
         for g in (i..end).step_by(lanes) {
             syms.groups.push((g as u32, (end - g).min(lanes) as u32));
@@ -807,12 +812,15 @@ mod tests {
         let f16s = to_bytes(DType::F16, &weights(30_007, 3));
         let f32s = with_escapes(70_001);
         let big = with_escapes(270_003);
+        let signed = to_bytes(DType::F16, &skewed_signs(40_000));
         for kernel in lanes::Kernel::supported() {
-            let got = encode_with(&f16s, DType::F16, kernel);
-            assert!(
-                stream_of(&got) == reference_stream::<2, 5>(&f16s),
-                "{kernel:?}"
-            );
+            for data in [&f16s, &signed] {
+                let got = encode_with(data, DType::F16, kernel);
+                assert!(
+                    stream_of(&got) == reference_stream::<2, 5>(data),
+                    "{kernel:?}"
+                );
+            }
             for data in [&f32s, &big] {
                 let got = encode_with(data, DType::F32, kernel);
                 assert!(
@@ -823,12 +831,41 @@ mod tests {
         }
     }
 
+    /// Weights three quarters of which are positive: the sign is worth coding with `M`.
+    fn skewed_signs(n: usize) -> Vec<f32> {
+        let mut w = weights(n, 21);
+        for (i, v) in w.iter_mut().enumerate() {
+            if i % 4 != 0 {
+                *v = v.abs();
+            }
+        }
+        w
+    }
+
+    #[test]
+    fn sign_mode_follows_the_data() {
+        for (w, signed) in [(weights(50_000, 8), 0), (skewed_signs(50_000), 1)] {
+            let data = to_bytes(DType::F32, &w);
+            let packed = encode(&data, DType::F32);
+            // tag, count, tail length, lanes, then the plane layout byte.
+            assert_eq!(packed[7], signed);
+            assert_eq!(decode(&packed, data.len()).unwrap(), data);
+        }
+    }
+
     #[test]
     fn every_kernel_decodes_the_same() {
         let f16s = to_bytes(DType::F16, &weights(30_007, 3));
         let f32s = with_escapes(70_000);
         let big = with_escapes(270_000);
-        for (data, dtype) in [(&f16s, DType::F16), (&f32s, DType::F32), (&big, DType::F32)] {
+        let signed = to_bytes(DType::BF16, &skewed_signs(100_000));
+        let cases = [
+            (&f16s, DType::F16),
+            (&f32s, DType::F32),
+            (&big, DType::F32),
+            (&signed, DType::BF16),
+        ];
+        for (data, dtype) in cases {
             let packed = encode(data, dtype);
             for kernel in lanes::Kernel::supported() {
                 let back = decode_with(&packed, data.len(), kernel).unwrap();
