@@ -387,6 +387,7 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, o
             *o = top;
             if top != ZERO_EM {
                 residual.push(rest);
+                residuals += 1;
                 if residual.len() == ibp::GROUP {
                     packer.group(&residual);
                     residual.clear();
@@ -416,7 +417,6 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, o
         for g in (i..end).step_by(lanes) {
             syms.groups.push((g as u32, (end - g).min(lanes) as u32));
         }
-        residuals += em.iter().filter(|&&v| v != ZERO_EM).count() as u32;
         let exponents = model.count_batch(em);
         model.end_batch(exponents);
         i = end;

@@ -6,15 +6,20 @@ use crate::coder::rans::{Words, WAYS};
 use crate::tensor::planes::{Model, E_BITS, M_BITS, RAW_BITS, ZERO_EM};
 use std::arch::x86_64::*;
 
-/// For each 8-bit mask, the permutation that moves consecutive words into the set lanes.
-const EXPAND: [[u32; 8]; 256] = {
+/// For each 8-bit mask, the lane permutation that moves consecutive words into the set lanes
+/// (`expand`) or the set lanes to the front, in order (its inverse, to compress).
+const fn lane_permutations(expand: bool) -> [[u32; 8]; 256] {
     let mut t = [[0u32; 8]; 256];
     let mut m = 0;
     while m < 256 {
         let (mut lane, mut next) = (0, 0);
         while lane < 8 {
             if m >> lane & 1 != 0 {
-                t[m][lane] = next;
+                if expand {
+                    t[m][lane] = next as u32;
+                } else {
+                    t[m][next] = lane as u32;
+                }
                 next += 1;
             }
             lane += 1;
@@ -22,7 +27,12 @@ const EXPAND: [[u32; 8]; 256] = {
         m += 1;
     }
     t
-};
+}
+
+/// Permutations for expand-loading words into the lanes of a mask.
+const EXPAND: [[u32; 8]; 256] = lane_permutations(true);
+/// Permutations for compress-storing the lanes of a mask.
+const COMPRESS: [[u32; 8]; 256] = lane_permutations(false);
 
 /// `groups_avx512` with AVX2: groups of `8 R` lanes in `R` registers of 8 lanes.
 #[target_feature(enable = "avx2")]
@@ -135,24 +145,6 @@ pub(super) unsafe fn groups<const R: usize>(
     w.pos = pos;
     done
 }
-
-/// For each 8-bit mask, the permutation that moves the set lanes to the front, in order.
-const COMPRESS: [[u32; 8]; 256] = {
-    let mut t = [[0u32; 8]; 256];
-    let mut m = 0;
-    while m < 256 {
-        let (mut lane, mut next) = (0, 0);
-        while lane < 8 {
-            if m >> lane & 1 != 0 {
-                t[m][next] = lane as u32;
-                next += 1;
-            }
-            lane += 1;
-        }
-        m += 1;
-    }
-    t
-};
 
 /// Exact 32-bit quotients `y / f` (f >= 1) through f64, as `super::encode_group_scalar` needs.
 #[inline]

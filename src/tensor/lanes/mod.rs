@@ -228,7 +228,7 @@ fn encode_group_scalar(
 
 impl Kernel {
     /// Writes the rANS stream of `s` to `out` (the layout `rans::Encoder` writes for the same
-    /// symbols: final states, then the words in decoding order).
+    /// symbols: `rans::write_stream`).
     pub(super) fn encode(self, syms: &mut Symbols, out: &mut Vec<u8>) {
         let mut x: States = [rans::LOW; WAYS];
         // At most one word per symbol, and room for a vector store past the last one.
@@ -282,14 +282,7 @@ impl Kernel {
             encode_group_scalar(&mut x, s, (g0, len), escapes, &mut words, &mut n);
         }
         words.truncate(n);
-        for x in x[..s.lanes].iter().rev() {
-            words.push(*x as u16);
-            words.push((*x >> 16) as u16);
-        }
-        out.reserve(words.len() * 2);
-        for w in words.iter().rev() {
-            out.extend_from_slice(&w.to_le_bytes());
-        }
+        rans::write_stream(&mut words, &x[..s.lanes], out);
         syms.words = words;
     }
 }
