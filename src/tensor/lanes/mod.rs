@@ -227,8 +227,8 @@ fn encode_group_scalar(
 }
 
 impl Kernel {
-    /// Writes the rANS stream of `s` to `out` (the layout `rans::Encoder` writes for the same
-    /// symbols: `rans::write_stream`).
+    /// Writes the rANS stream of `s` to `out` (the layout of `rans::write_stream`; tests check
+    /// it is what the generic `rans::Encoder` writes for the same symbols).
     pub(super) fn encode(self, syms: &mut Symbols, out: &mut Vec<u8>) {
         let mut x: States = [rans::LOW; WAYS];
         // At most one word per symbol, and room for a vector store past the last one.
