@@ -1,7 +1,8 @@
 //! Tensor-path tuning harness: ratio and single-core speed of the tensor codec on the float
 //! segments of each file given (other segments counted at their raw size).
 //! Usage: cargo run --release --example tensor -- FILE...
-//! `SEP_DTYPE=f32` (or f16, bf16, f64) reads raw arrays; `SEP_KERNELS` picks the kernel level.
+//! `SEP_DTYPE=f32` (or f16, bf16, f64) reads raw arrays; `SEP_KERNELS` picks the kernel level;
+//! `SEP_REPS` runs (best kept); `SEP_ONLY=encode|decode` repeats one half only (profiles).
 
 use sep::engine::{set_level, KernelLevel};
 use sep::tensor::{decode, encode, layout, DType, Kind};
@@ -29,10 +30,17 @@ fn main() {
                         .ok()
                         .and_then(|s| s.parse().ok())
                         .unwrap_or(3);
-                    for _ in 0..reps {
-                        let t = Instant::now();
-                        p = encode(part, d);
-                        te = te.min(t.elapsed().as_secs_f64());
+                    // SEP_ONLY=decode (or encode) repeats just that half, for profiles.
+                    let only = std::env::var("SEP_ONLY").unwrap_or_default();
+                    for rep in 0..reps {
+                        if only != "decode" || rep == 0 {
+                            let t = Instant::now();
+                            p = encode(part, d);
+                            te = te.min(t.elapsed().as_secs_f64());
+                        }
+                        if only == "encode" && rep > 0 {
+                            continue;
+                        }
                         let t = Instant::now();
                         back = decode(&p, part.len()).expect("decode");
                         td = td.min(t.elapsed().as_secs_f64());

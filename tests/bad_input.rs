@@ -85,10 +85,10 @@ fn plain_file_trailing_data_and_versions() {
     );
     decompress_fails(d, b"", &["not a sep archive"]);
 
-    let mut v4 = a.clone();
-    v4[4] = 4;
-    let line = decompress_fails(d, &v4, &["unsupported archive version 4"]);
-    assert!(line.contains("reads versions 1 to 3"), "{line}");
+    let mut v5 = a.clone();
+    v5[4] = 5;
+    let line = decompress_fails(d, &v5, &["unsupported archive version 5"]);
+    assert!(line.contains("reads versions 1 to 4"), "{line}");
     let mut v0 = a.clone();
     v0[4] = 0;
     decompress_fails(d, &v0, &["unsupported archive version 0"]);

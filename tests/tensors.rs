@@ -205,3 +205,16 @@ fn version_2_tensor_archives_still_decode() {
     let runs = [("1", "auto"), ("2", "scalar")];
     decodes_everywhere(&data_dir, archive.to_str().unwrap(), &original, &runs);
 }
+
+#[test]
+fn version_3_tensor_archives_still_decode() {
+    // Written by the format-version-3 build (one exponent context) from the raw file of the
+    // version-2 test, read as bf16 and as f16.
+    let data_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let original = fs::read(data_dir.join("v2-tensor.bf16")).unwrap();
+    let runs = [("1", "auto"), ("2", "scalar")];
+    for name in ["v3-tensor.bf16.sep", "v3-tensor.f16.sep"] {
+        let archive = data_dir.join(name);
+        decodes_everywhere(&data_dir, archive.to_str().unwrap(), &original, &runs);
+    }
+}

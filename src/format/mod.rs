@@ -12,7 +12,7 @@ pub const END_MAGIC: [u8; 4] = [b'S', b'E', b'P', 0x89];
 /// Format version written by this build; it reads versions 1 to this one (version 1 archives
 /// only use the stored and model codecs; version 2 orders a tensor block's rANS symbols value
 /// by value on 4 states; otherwise the layout is the same).
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
 /// Largest block size an archive may declare.
 pub const MAX_BLOCK_SIZE: u64 = 1 << 30;
 /// Largest model configuration an archive may declare.
@@ -77,7 +77,7 @@ impl Codec {
 pub struct Header {
     /// Format version (`VERSION` when writing).
     pub version: u16,
-    /// Flags, all reserved (zero) in versions 1 to 3.
+    /// Flags, all reserved (zero) in versions 1 to 4.
     pub flags: u16,
     /// Engine determinism version the model blocks were coded with.
     pub engine_version: u32,

@@ -361,10 +361,10 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
                 Codec::Model => backend.decode(&payload, rec.raw_len as usize, &model, progress)?,
                 Codec::Tensor => {
                     let raw_len = rec.raw_len as usize;
-                    let data = if header.version <= 2 {
-                        crate::tensor::decode_v2(&payload, raw_len)?
-                    } else {
-                        crate::tensor::decode(&payload, raw_len)?
+                    let data = match header.version {
+                        ..=2 => crate::tensor::decode_v2(&payload, raw_len)?,
+                        3 => crate::tensor::decode_v3(&payload, raw_len)?,
+                        _ => crate::tensor::decode(&payload, raw_len)?,
                     };
                     progress(rec.raw_len);
                     data

@@ -3,7 +3,7 @@
 
 use super::{States, Symbols};
 use crate::coder::rans::{Words, WAYS};
-use crate::tensor::planes::{Model, E_BITS, M_BITS, RAW_BITS, ZERO_EM};
+use crate::tensor::planes::{Contexts, Model, E_BITS, M_BITS, RAW_BITS, ZERO_EM};
 use std::arch::x86_64::*;
 
 /// For each 8-bit mask, the lane permutation that moves consecutive words into the set lanes
@@ -41,6 +41,8 @@ pub(super) unsafe fn groups<const R: usize>(
     w: &mut Words,
     model: &Model,
     em: &mut [u16],
+    ctx: &mut Contexts,
+    groups: &mut [u8],
 ) -> usize {
     let lanes = 8 * R;
     let group_bytes = 3 * 2 * lanes;
@@ -55,10 +57,7 @@ pub(super) unsafe fn groups<const R: usize>(
     let m8 = _mm256_set1_epi32(0xff);
     let m4 = _mm256_set1_epi32(15);
     let one = _mm256_set1_epi32(1);
-    let esc_start = _mm256_set1_epi32(model.escape_start as i32);
-    let zero_start = _mm256_set1_epi32(model.zero_start as i32);
     let zero_em = _mm256_set1_epi32(ZERO_EM as i32);
-    let e_dec = model.e_dec.as_ptr() as *const i32;
     let m_dec = model.m_dec.as_ptr() as *const i32;
     // Lanes in `active` whose state fell below LOW take the next words, in lane order.
     macro_rules! renorm {
@@ -79,6 +78,11 @@ pub(super) unsafe fn groups<const R: usize>(
     }
     let mut done = 0;
     while done + lanes <= em.len() && pos + group_bytes <= data.len() {
+        let c = ctx.next as usize;
+        groups[done / lanes] = c as u8;
+        let esc_start = _mm256_set1_epi32(model.escape_start[c] as i32);
+        let zero_start = _mm256_set1_epi32(model.zero_start[c] as i32);
+        let e_dec = model.e_dec[c << E_BITS..].as_ptr() as *const i32;
         // `E` symbols: exponents, which lanes escaped, which are +0.0 (lane masks).
         let mut e = [zero; R];
         let mut esc = [zero; R];
@@ -113,6 +117,20 @@ pub(super) unsafe fn groups<const R: usize>(
             for r in 0..R {
                 renorm!(xs[r], esc[r]);
             }
+        }
+        if ctx.several() {
+            let (mut sum, mut count) = (zero, 0);
+            for r in 0..R {
+                sum = _mm256_add_epi32(sum, _mm256_andnot_si256(zeros[r], e[r]));
+                count += 8 - _mm256_movemask_ps(_mm256_castsi256_ps(zeros[r])).count_ones();
+            }
+            let half = _mm_add_epi32(
+                _mm256_castsi256_si128(sum),
+                _mm256_extracti128_si256::<1>(sum),
+            );
+            let half = _mm_add_epi32(half, _mm_shuffle_epi32::<0b01_00_11_10>(half));
+            let half = _mm_add_epi32(half, _mm_shuffle_epi32::<0b10_11_00_01>(half));
+            ctx.follow(_mm_cvtsi128_si32(half) as u32, count);
         }
         // `M` symbols, from the table of each lane's exponent; none for +0.0.
         let out = em.as_mut_ptr().add(done);

@@ -3,18 +3,21 @@
 
 use super::{States, Symbols};
 use crate::coder::rans::{Words, WAYS};
-use crate::tensor::planes::{Model, E_BITS, M_BITS, RAW_BITS, ZERO, ZERO_EM};
+use crate::tensor::planes::{Contexts, Model, E_BITS, M_BITS, RAW_BITS, ZERO, ZERO_EM};
 use std::arch::x86_64::*;
 
 /// Decodes whole groups of `16 R` lanes (register r holds lanes 16 r to 16 r + 15, so `R`
 /// dependency chains overlap) while the stream has room for a group's worst case (3 words
-/// per lane) past the current position; returns the number of values decoded.
+/// per lane) past the current position; returns the number of values decoded. Each group's
+/// exponent context comes from `ctx` and is recorded in `groups`.
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn groups<const R: usize>(
     x: &mut States,
     w: &mut Words,
     model: &Model,
     em: &mut [u16],
+    ctx: &mut Contexts,
+    groups: &mut [u8],
 ) -> usize {
     let lanes = 16 * R;
     let group_bytes = 3 * 2 * lanes;
@@ -29,10 +32,7 @@ pub(super) unsafe fn groups<const R: usize>(
     let m4 = _mm512_set1_epi32(15);
     let zero_sym = _mm512_set1_epi32(ZERO as i32);
     let zero_em = _mm512_set1_epi32(ZERO_EM as i32);
-    let zero_start = _mm512_set1_epi32(model.zero_start as i32);
     let one = _mm512_set1_epi32(1);
-    let esc_start = _mm512_set1_epi32(model.escape_start as i32);
-    let e_dec = model.e_dec.as_ptr() as *const i32;
     let m_dec = model.m_dec.as_ptr() as *const i32;
     // Lanes in `active` whose state fell below LOW take the next words, in lane order.
     macro_rules! renorm {
@@ -47,6 +47,11 @@ pub(super) unsafe fn groups<const R: usize>(
     }
     let mut done = 0;
     while done + lanes <= em.len() && pos + group_bytes <= data.len() {
+        let c = ctx.next as usize;
+        groups[done / lanes] = c as u8;
+        let zero_start = _mm512_set1_epi32(model.zero_start[c] as i32);
+        let esc_start = _mm512_set1_epi32(model.escape_start[c] as i32);
+        let e_dec = model.e_dec[c << E_BITS..].as_ptr() as *const i32;
         // `E` symbols: exponents, which lanes escaped, which are +0.0.
         let mut e = [_mm512_setzero_si512(); R];
         let mut esc = [0u16; R];
@@ -77,6 +82,15 @@ pub(super) unsafe fn groups<const R: usize>(
             for r in 0..R {
                 renorm!(xs[r], esc[r]);
             }
+        }
+        if ctx.several() {
+            let mut sum = _mm512_maskz_mov_epi32(!zero[0], e[0]);
+            let mut count = (!zero[0]).count_ones();
+            for r in 1..R {
+                sum = _mm512_mask_add_epi32(sum, !zero[r], sum, e[r]);
+                count += (!zero[r]).count_ones();
+            }
+            ctx.follow(_mm512_reduce_add_epi32(sum) as u32, count);
         }
         // `M` symbols, from the table of each lane's exponent; none for +0.0.
         let out = em.as_mut_ptr().add(done);

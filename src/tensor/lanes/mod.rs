@@ -8,7 +8,7 @@ mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 
-use super::planes::{Model, E_BITS, M_BITS, RAW_BITS, ZERO, ZERO_EM};
+use super::planes::{Contexts, Model, E_BITS, M_BITS, RAW_BITS, ZERO, ZERO_EM};
 use crate::coder::rans::{self, Words, WAYS};
 use crate::engine::{level, KernelLevel};
 use std::cell::RefCell;
@@ -16,15 +16,15 @@ use std::cell::RefCell;
 /// Coder states, one per lane.
 pub(super) type States = [u32; WAYS];
 
-/// Decodes an `E` symbol from `x`: returns the exponent (`ZERO` for +0.0) and whether it
-/// is the escape.
+/// Decodes an `E` symbol from `x` with the table of context `c`: returns the exponent
+/// (`ZERO` for +0.0) and whether it is the escape.
 #[inline(always)]
-fn e_step(x: &mut u32, w: &mut Words, model: &Model) -> (u16, bool) {
+fn e_step(x: &mut u32, w: &mut Words, model: &Model, c: usize) -> (u16, bool) {
     let slot = *x & ((1 << E_BITS) - 1);
-    let d = model.e_dec[slot as usize];
+    let d = model.e_dec[c << E_BITS | slot as usize];
     rans::step(x, E_BITS, (d >> 8 & 0xfff) + 1, d >> 20, w);
-    let escaped = slot >= model.escape_start;
-    let zero = !escaped && slot >= model.zero_start;
+    let escaped = slot >= model.escape_start[c];
+    let zero = !escaped && slot >= model.zero_start[c];
     (if zero { ZERO as u16 } else { d as u16 & 0xff }, escaped)
 }
 
@@ -48,12 +48,13 @@ fn m_step(x: &mut u32, w: &mut Words, model: &Model, e: u16) -> u16 {
     e << 4 | (md & 15) as u16
 }
 
-/// One group of up to 64 values, value l on state l: `E` symbols, escapes, `M` symbols.
-fn group_scalar(x: &mut States, w: &mut Words, model: &Model, em: &mut [u16]) {
+/// One group of up to 64 values, value l on state l: `E` symbols (context `c`), escapes,
+/// `M` symbols.
+fn group_scalar(x: &mut States, w: &mut Words, model: &Model, em: &mut [u16], c: usize) {
     let mut es = [0u16; WAYS];
     let mut escaped = [false; WAYS];
     for l in 0..em.len() {
-        (es[l], escaped[l]) = e_step(&mut x[l], w, model);
+        (es[l], escaped[l]) = e_step(&mut x[l], w, model, c);
     }
     for l in 0..em.len() {
         if escaped[l] {
@@ -100,7 +101,9 @@ impl Kernel {
         all
     }
 
-    /// Format version 3 order: the batch in groups of `lanes` (16, 32 or 64) values.
+    /// Decodes a batch in groups of `lanes` (16, 32 or 64) values, each with the exponent
+    /// context `ctx` picks for it, which is recorded in `groups` (one per group).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn lanes(
         self,
         x: &mut States,
@@ -108,6 +111,8 @@ impl Kernel {
         model: &Model,
         em: &mut [u16],
         lanes: usize,
+        ctx: &mut Contexts,
+        groups: &mut [u8],
     ) {
         let mut done = 0;
         #[cfg(target_arch = "x86_64")]
@@ -115,9 +120,9 @@ impl Kernel {
             // SAFETY: AVX-512F support was checked when the level was chosen.
             done = unsafe {
                 match lanes {
-                    16 => avx512::groups::<1>(x, w, model, em),
-                    32 => avx512::groups::<2>(x, w, model, em),
-                    64 => avx512::groups::<4>(x, w, model, em),
+                    16 => avx512::groups::<1>(x, w, model, em, ctx, groups),
+                    32 => avx512::groups::<2>(x, w, model, em, ctx, groups),
+                    64 => avx512::groups::<4>(x, w, model, em, ctx, groups),
                     _ => 0,
                 }
             };
@@ -125,15 +130,18 @@ impl Kernel {
             // SAFETY: AVX2 support was checked when the level was chosen.
             done = unsafe {
                 match lanes {
-                    16 => avx2::groups::<2>(x, w, model, em),
-                    32 => avx2::groups::<4>(x, w, model, em),
-                    64 => avx2::groups::<8>(x, w, model, em),
+                    16 => avx2::groups::<2>(x, w, model, em, ctx, groups),
+                    32 => avx2::groups::<4>(x, w, model, em, ctx, groups),
+                    64 => avx2::groups::<8>(x, w, model, em, ctx, groups),
                     _ => 0,
                 }
             };
         }
-        for group in em[done..].chunks_mut(lanes) {
-            group_scalar(x, w, model, group);
+        let first = done / lanes;
+        for (group, c) in em[done..].chunks_mut(lanes).zip(&mut groups[first..]) {
+            *c = ctx.next as u8;
+            group_scalar(x, w, model, group, ctx.next as usize);
+            ctx.follow_group(group);
         }
     }
 }
