@@ -154,7 +154,11 @@ const PRIOR: u64 = 256;
 /// A context's counts are halved when they reach this total (its table is refitted, like a
 /// mantissa-top table, once its count grew by a quarter).
 const CONTEXT_HALVE: u32 = 1 << 14;
-/// The block's exponent counts (all contexts) are halved when they reach this total.
+/// Weight, in values, of the block's mantissa-top counts (all exponents) in an exponent's
+/// mantissa-top table (version 4); an exponent with fewer counts of its own is also refitted
+/// as the block's counts grow.
+const M_PRIOR: u64 = 64;
+/// The block's exponent (and mantissa-top) counts are halved when they reach this total.
 const G_HALVE: u32 = 1 << 16;
 
 /// Picks each group's exponent context: the rounded mean exponent of the previous group's
@@ -259,6 +263,11 @@ pub(super) struct Model {
     /// Per `E` symbol over all contexts (several contexts only).
     global: [u32; 257],
     g_total: u32,
+    /// Per `M` over all exponents, and its total.
+    gm: [u32; 16],
+    gm_total: u32,
+    /// Per exponent: `gm_total` when its table was last fitted.
+    gm_fit: Vec<u32>,
     /// Lowest and highest exponent (not `ZERO`) counted so far (`e_lo > e_hi`: none).
     e_lo: usize,
     e_hi: usize,
@@ -309,6 +318,9 @@ impl Model {
             g_fit: vec![0; ctxs],
             global: [0; 257],
             g_total: 0,
+            gm: [0; 16],
+            gm_total: 0,
+            gm_fit: vec![0; 257],
             e_lo: ZERO,
             e_hi: 0,
             e_enc: vec![[0; 257]; ctxs],
@@ -435,7 +447,21 @@ impl Model {
         }
         let k = self.m_syms;
         let mut freqs = [0u32; 16];
-        fit(&self.m_counts[e][..k], M_BITS, true, 0, &mut freqs[..k]);
+        if self.ctxs == 1 {
+            fit(&self.m_counts[e][..k], M_BITS, true, 0, &mut freqs[..k]);
+        } else {
+            // The exponent's counts (in sixteenths) plus M_PRIOR values' worth of the block's.
+            let scale = match self.gm_total {
+                0 => 0,
+                t => (M_PRIOR << 36) / t as u64,
+            };
+            let mut weights = [0u32; 16];
+            for ((w, &n), &g) in weights.iter_mut().zip(&self.m_counts[e]).zip(&self.gm) {
+                *w = (n << 4) + ((g as u64 * scale) >> 32) as u32;
+            }
+            fit(&weights[..k], M_BITS, true, 0, &mut freqs[..k]);
+        }
+        self.gm_fit[e] = self.gm_total;
         let mut start = 0u32;
         for (s, &f) in freqs[..k].iter().enumerate() {
             self.m_enc[e][s] = start | f << 16;
@@ -567,6 +593,12 @@ impl Model {
                 for (n, r) in self.m_counts[e].iter_mut().zip(row) {
                     *n += r;
                 }
+                if e < ZERO {
+                    for (n, r) in self.gm.iter_mut().zip(row) {
+                        *n += r;
+                    }
+                    self.gm_total += sum;
+                }
                 self.m_total[e] += sum;
                 self.e_counts[c][e] += sum;
                 self.e_total[c] += sum;
@@ -580,6 +612,24 @@ impl Model {
             let (total, fitted) = (self.m_total[e], self.m_fit[e]);
             if total > fitted && LAZY * (total - fitted) >= fitted {
                 self.refit_m(e);
+            }
+        }
+        if self.ctxs > 1 && self.e_lo <= self.e_hi {
+            if self.gm_total >= G_HALVE {
+                for n in self.gm.iter_mut() {
+                    *n = (*n + 1) >> 1;
+                }
+                self.gm_total = self.gm.iter().sum();
+                for g in self.gm_fit.iter_mut() {
+                    *g >>= 1;
+                }
+            }
+            // Exponents with few counts of their own follow the block's mantissa tops.
+            for e in self.e_lo..=self.e_hi {
+                let (g, g_fit) = (self.gm_total, self.gm_fit[e]);
+                if (self.m_total[e] as u64) < M_PRIOR && g > g_fit && LAZY * (g - g_fit) >= g_fit {
+                    self.refit_m(e);
+                }
             }
         }
         if self.ctxs == 1 {
