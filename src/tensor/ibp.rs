@@ -4,7 +4,8 @@
 //! cheapest choice kept; a group with nothing invariant is stored packed as is.
 //!
 //! Layout (GPU-friendly: fixed group size, byte-aligned groups, per-word offsets from a prefix
-//! sum of the participation bits): `u32` byte length of every group, then each group:
+//! sum of the participation bits): `u16` byte length of every group (format versions 2 and 3:
+//! `u32`), then each group:
 //! mode `0` = words packed LSB-first at full width; mode `1` = mask `u64`, value `u64`,
 //! participation bitmap, then per word either its non-invariant bits (participant) or all bits;
 //! mode `2` = as mode 1 when every word participates, without the bitmap.
@@ -277,8 +278,8 @@ fn pack_with(words: &[u64], bits: u32, out: &mut Vec<u8>, bmi2: bool) {
 pub struct Packer {
     bits: u32,
     bmi2: bool,
-    /// Byte length of each group so far.
-    lens: Vec<u32>,
+    /// Byte length of each group so far (a group is at most 1 + 16 + 512 + 8 GROUP bytes).
+    lens: Vec<u16>,
     /// The groups so far.
     body: Vec<u8>,
 }
@@ -352,12 +353,14 @@ impl Packer {
                 }
             }
         }
-        self.lens.push((out.len() - start) as u32);
+        let len = out.len() - start;
+        debug_assert!(len <= u16::MAX as usize, "an IBP group fits a u16 length");
+        self.lens.push(len as u16);
     }
 
     /// Appends the section: the group lengths, then the groups.
     pub fn finish(self, out: &mut Vec<u8>) {
-        out.reserve(4 * self.lens.len() + self.body.len());
+        out.reserve(2 * self.lens.len() + self.body.len());
         for len in &self.lens {
             out.extend_from_slice(&len.to_le_bytes());
         }
@@ -372,7 +375,7 @@ pub fn unpack(data: &[u8], bits: u32, out: &mut [u64]) -> Result<usize> {
 }
 
 fn unpack_with(data: &[u8], bits: u32, out: &mut [u64], bmi2: bool) -> Result<usize> {
-    let mut u = Unpacker::new(data, bits, out.len(), bmi2)?;
+    let mut u = Unpacker::new(data, bits, out.len(), bmi2, false)?;
     for chunk in out.chunks_mut(GROUP) {
         u.group(chunk)?;
     }
@@ -387,13 +390,17 @@ pub struct Unpacker<'a> {
     g: usize,
     pos: usize,
     bmi2: bool,
+    /// Bytes per group length: 2, or 4 (format versions 2 and 3).
+    len_bytes: usize,
 }
 
 impl<'a> Unpacker<'a> {
-    /// Starts on a section of `n` words of `bits` width at the start of `data`.
-    pub fn new(data: &'a [u8], bits: u32, n: usize, bmi2: bool) -> Result<Self> {
+    /// Starts on a section of `n` words of `bits` width at the start of `data` (`u32` group
+    /// lengths if `wide`, as format versions 2 and 3 write them).
+    pub fn new(data: &'a [u8], bits: u32, n: usize, bmi2: bool, wide: bool) -> Result<Self> {
         let groups = n.div_ceil(GROUP);
-        if data.len() < 4 * groups {
+        let len_bytes = if wide { 4 } else { 2 };
+        if data.len() < len_bytes * groups {
             return Err(damaged());
         }
         Ok(Unpacker {
@@ -401,14 +408,15 @@ impl<'a> Unpacker<'a> {
             bits,
             groups,
             g: 0,
-            pos: 4 * groups,
+            pos: len_bytes * groups,
             bmi2,
+            len_bytes,
         })
     }
 
     /// Starts with the bit path the kernel level allows.
-    pub fn for_level(data: &'a [u8], bits: u32, n: usize) -> Result<Self> {
-        Self::new(data, bits, n, use_bmi2())
+    pub fn for_level(data: &'a [u8], bits: u32, n: usize, wide: bool) -> Result<Self> {
+        Self::new(data, bits, n, use_bmi2(), wide)
     }
 
     /// Bytes of the section read so far.
@@ -423,8 +431,8 @@ impl<'a> Unpacker<'a> {
         if g >= self.groups {
             return Err(damaged());
         }
-        let t = &self.data[4 * g..4 * g + 4];
-        let len = u32::from_le_bytes([t[0], t[1], t[2], t[3]]) as usize;
+        let t = &self.data[self.len_bytes * g..self.len_bytes * (g + 1)];
+        let len = t.iter().rev().fold(0usize, |a, &b| a << 8 | b as usize);
         let body = self
             .data
             .get(self.pos..self.pos.saturating_add(len))
@@ -678,7 +686,7 @@ mod tests {
             for bmi2 in [false, use_bmi2()] {
                 let mut packed = Vec::new();
                 pack_with(&w, bits, &mut packed, bmi2);
-                assert_eq!(packed[8], 2, "bits {bits}: mode of the first group");
+                assert_eq!(packed[4], 2, "bits {bits}: mode of the first group");
                 let mut back = vec![0u64; w.len()];
                 let used = unpack_with(&packed, bits, &mut back, bmi2).unwrap();
                 assert_eq!(used, packed.len());

@@ -205,7 +205,7 @@ fn decode_w<const W: usize, const EB: u32>(body: &[u8], n: usize, out: &mut Vec<
         .get(4..4 + len)
         .ok_or_else(|| bad("stream cut short"))?;
     let rest = &body[4 + len..];
-    let mut residuals = ibp::Unpacker::for_level(rest, f.rbits(), n)?;
+    let mut residuals = ibp::Unpacker::for_level(rest, f.rbits(), n, true)?;
     let mut group = vec![0u64; ibp::GROUP];
     let mut model = Model::new();
     let (mut states, mut words) = rans::Decoder::new(stream, 4)?.split();

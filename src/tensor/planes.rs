@@ -843,7 +843,7 @@ fn decode_w<const W: usize, const EB: u32>(
         .ok_or_else(|| bad("stream cut short"))?;
     let rest = &body[head_len + len..];
     let mut residuals = Residuals {
-        unpacker: ibp::Unpacker::for_level(rest, f.rbits(), count)?,
+        unpacker: ibp::Unpacker::for_level(rest, f.rbits(), count, !contexts)?,
         left: count,
         buf: Vec::with_capacity(2 * ibp::GROUP),
         at: 0,
