@@ -384,19 +384,12 @@ impl Model {
 
     #[inline(always)]
     fn refit_e(&mut self, c: usize) {
-        let halve = if self.ctxs == 1 {
+        let halve_at = if self.ctxs == 1 {
             E_HALVE
         } else {
             CONTEXT_HALVE
         };
-        if self.e_total[c] >= halve {
-            let mut total = 0;
-            for n in self.e_counts[c].iter_mut() {
-                *n = (*n + 1) >> 1;
-                total += *n;
-            }
-            self.e_total[c] = total;
-        }
+        self.e_total[c] = halve(&mut self.e_counts[c], self.e_total[c], halve_at);
         // Only the exponents the block has shown so far (and `ZERO`, last) can have slots.
         let range = self.e_lo..(self.e_hi + 1).max(self.e_lo);
         let k = range.len();
@@ -404,17 +397,10 @@ impl Model {
         counts[..k].copy_from_slice(&self.e_counts[c][range.clone()]);
         counts[k] = self.e_counts[c][ZERO];
         if self.ctxs > 1 {
-            // The context's counts (in sixteenths) plus PRIOR values' worth of the block's.
-            let scale = match self.g_total {
-                0 => 0,
-                t => (PRIOR << 36) / t as u64,
-            };
             let global = self.global[range.clone()]
                 .iter()
                 .chain([&self.global[ZERO]]);
-            for (n, &g) in counts[..=k].iter_mut().zip(global) {
-                *n = (*n << 4) + ((g as u64 * scale) >> 32) as u32;
-            }
+            with_prior(&mut counts[..=k], global, self.g_total, PRIOR);
         }
         let mut freqs = [0u32; 258];
         let fitted = fit(&counts[..=k], E_BITS, false, ESCAPE, &mut freqs[..=k]);
@@ -443,28 +429,14 @@ impl Model {
 
     #[inline(always)]
     fn refit_m(&mut self, e: usize) {
-        if self.m_total[e] >= M_HALVE {
-            let mut total = 0;
-            for c in self.m_counts[e].iter_mut() {
-                *c = (*c + 1) >> 1;
-                total += *c;
-            }
-            self.m_total[e] = total;
-        }
+        self.m_total[e] = halve(&mut self.m_counts[e], self.m_total[e], M_HALVE);
         let k = self.m_syms;
         let mut freqs = [0u32; 16];
         if self.ctxs == 1 {
             fit(&self.m_counts[e][..k], M_BITS, true, 0, &mut freqs[..k]);
         } else {
-            // The exponent's counts (in sixteenths) plus M_PRIOR values' worth of the block's.
-            let scale = match self.gm_total {
-                0 => 0,
-                t => (M_PRIOR << 36) / t as u64,
-            };
-            let mut weights = [0u32; 16];
-            for ((w, &n), &g) in weights.iter_mut().zip(&self.m_counts[e]).zip(&self.gm) {
-                *w = (n << 4) + ((g as u64 * scale) >> 32) as u32;
-            }
+            let mut weights = self.m_counts[e];
+            with_prior(&mut weights, &self.gm, self.gm_total, M_PRIOR);
             fit(&weights[..k], M_BITS, true, 0, &mut freqs[..k]);
         }
         self.gm_fit[e] = self.gm_total;
@@ -615,25 +587,18 @@ impl Model {
             }
         }
         for e in exponents.start..exponents.end.min(ZERO) {
-            let (total, fitted) = (self.m_total[e], self.m_fit[e]);
-            if total > fitted && LAZY * (total - fitted) >= fitted {
+            if due(self.m_total[e], self.m_fit[e], LAZY) {
                 self.refit_m(e);
             }
         }
         if self.ctxs > 1 && self.e_lo <= self.e_hi {
             if self.gm_total >= G_HALVE {
-                for n in self.gm.iter_mut() {
-                    *n = (*n + 1) >> 1;
-                }
-                self.gm_total = self.gm.iter().sum();
-                for g in self.gm_fit.iter_mut() {
-                    *g >>= 1;
-                }
+                self.gm_total = halve(&mut self.gm, self.gm_total, G_HALVE);
+                self.gm_fit.iter_mut().for_each(|g| *g >>= 1);
             }
             // Exponents with few counts of their own follow the block's mantissa tops.
             for e in self.e_lo..=self.e_hi {
-                let (g, g_fit) = (self.gm_total, self.gm_fit[e]);
-                if (self.m_total[e] as u64) < M_PRIOR && g > g_fit && g - g_fit >= g_fit {
+                if (self.m_total[e] as u64) < M_PRIOR && due(self.gm_total, self.gm_fit[e], 1) {
                     self.refit_m(e);
                 }
             }
@@ -643,27 +608,58 @@ impl Model {
             return;
         }
         if self.g_total >= G_HALVE {
-            let mut total = 0;
-            for n in self.global.iter_mut() {
-                *n = (*n + 1) >> 1;
-                total += *n;
-            }
-            self.g_total = total;
-            for g in self.g_fit.iter_mut() {
-                *g >>= 1;
-            }
+            self.g_total = halve(&mut self.global, self.g_total, G_HALVE);
+            self.g_fit.iter_mut().for_each(|g| *g >>= 1);
         }
         for c in 0..self.ctxs {
-            let (total, fitted) = (self.e_total[c], self.e_fit[c]);
-            let own =
-                span.contexts >> c & 1 != 0 && total > fitted && LAZY * (total - fitted) >= fitted;
+            let total = self.e_total[c];
+            let own = span.contexts >> c & 1 != 0 && due(total, self.e_fit[c], LAZY);
             // A context with few counts of its own follows the block's.
-            let (g, g_fit) = (self.g_total, self.g_fit[c]);
-            let prior = (total as u64) < PRIOR && g > g_fit && g - g_fit >= g_fit;
+            let prior = (total as u64) < PRIOR && due(self.g_total, self.g_fit[c], 1);
             if own || prior {
                 self.refit_e(c);
             }
         }
+    }
+}
+
+/// Halves `counts` (rounding up) if their `total` reached `limit`; returns their total.
+#[inline(always)]
+fn halve(counts: &mut [u32], total: u32, limit: u32) -> u32 {
+    if total < limit {
+        return total;
+    }
+    counts
+        .iter_mut()
+        .map(|n| {
+            *n = (*n + 1) >> 1;
+            *n
+        })
+        .sum()
+}
+
+/// Whether a table fitted when a count total was `fitted` is due for a refit at `total`: the
+/// total grew by at least a `lazy`th of `fitted`.
+#[inline(always)]
+fn due(total: u32, fitted: u32, lazy: u32) -> bool {
+    total > fitted && lazy * (total - fitted) >= fitted
+}
+
+/// Turns `weights`, holding a table's own counts, into its fitting weights: the counts in
+/// sixteenths plus `prior` values' worth of the block's counts `block` (total `block_total`).
+#[inline(always)]
+fn with_prior<'a>(
+    weights: &mut [u32],
+    block: impl IntoIterator<Item = &'a u32>,
+    block_total: u32,
+    prior: u64,
+) {
+    let scale = match block_total {
+        0 => 0,
+        t => (prior << 36) / t as u64,
+    };
+    for (w, &g) in weights.iter_mut().zip(block) {
+        *w = (*w << 4) + ((g as u64 * scale) >> 32) as u32;
     }
 }
 
