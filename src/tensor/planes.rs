@@ -28,6 +28,13 @@ pub(super) const E_BITS: u32 = 12;
 pub(super) const M_BITS: u32 = 8;
 /// Slots of the exponent table kept for the escape.
 const ESCAPE: u32 = 1;
+/// Index of the escape's slot range among a context's `E` symbols (after `ZERO`'s).
+pub(super) const ESCAPE_SYM: usize = ZERO + 1;
+/// `E` symbols of a context: 256 exponents, `ZERO` and the escape.
+pub(super) const E_SYMS: usize = ZERO + 2;
+/// Bytes of a context's exponent decode table: a slot per 12-bit state, and room for a
+/// 64-byte store at the last.
+pub(super) const E_STRIDE: usize = (1 << E_BITS) + 64;
 /// `E` symbol of a value that is +0.0 exactly (after the 256 exponents).
 pub(super) const ZERO: usize = 256;
 /// `E << 4 | M` of a +0.0 value, as the decoder reports it.
@@ -238,8 +245,11 @@ pub(super) struct Span {
 #[derive(Default)]
 struct Spare {
     partial: Vec<u32>,
-    e_dec: Vec<u32>,
+    e_dec: Vec<u8>,
     m_dec: Vec<u32>,
+    /// `M` symbols of the block that left `m_dec`, and the exponents whose rows it
+    /// refitted (all others still hold the uniform table).
+    m_dirty: Option<(usize, Range<usize>)>,
 }
 
 thread_local! {
@@ -247,11 +257,18 @@ thread_local! {
 }
 
 /// A buffer of `len` entries: `spare` if it has that length, else zeroed.
-fn reuse(spare: &mut Vec<u32>, len: usize) -> Vec<u32> {
+fn reuse<T: Clone + Default>(spare: &mut Vec<T>, len: usize) -> Vec<T> {
     if spare.len() == len {
         std::mem::take(spare)
     } else {
-        vec![0; len]
+        vec![T::default(); len]
+    }
+}
+
+/// Stores `buf` in `spare` unless it is empty (an encoder's decode tables).
+fn keep<T>(spare: &mut Vec<T>, buf: Vec<T>) {
+    if !buf.is_empty() {
+        *spare = buf;
     }
 }
 
@@ -277,15 +294,16 @@ pub(super) struct Model {
     /// Lowest and highest exponent (not `ZERO`) counted so far (`e_lo > e_hi`: none).
     e_lo: usize,
     e_hi: usize,
-    /// Per context, `E` slot ranges (`start | freq << 16`, freq 0 = not in the table yet).
-    e_enc: Vec<[u32; 257]>,
+    /// Per context, `E` slot ranges (`start | freq << 16`, freq 0 = not in the table yet),
+    /// the escape's after `ZERO`'s.
+    pub(super) e_enc: Vec<[u32; E_SYMS]>,
     /// Per context: first slot of `ZERO` (its slots run up to the escape's).
     pub(super) zero_start: [u32; CONTEXTS],
     /// Per context: first slot of the escape (the escape holds every slot from here on).
     pub(super) escape_start: [u32; CONTEXTS],
-    /// Per context, per slot: exponent (0 for `ZERO` and the escape) | (freq - 1) << 8 |
-    /// (slot - start) << 20.
-    pub(super) e_dec: Vec<u32>,
+    /// Per context (`E_STRIDE` bytes each), per slot: the exponent whose range holds it
+    /// (any value in the slots of `ZERO` and the escape).
+    pub(super) e_dec: Vec<u8>,
     /// Per `E << 4 | M` (rows up to 511 so that 13-bit indexes need no check): count in
     /// earlier batches; `ZERO` counts at `ZERO_EM`.
     m_counts: Box<[[u32; 16]; 512]>,
@@ -301,6 +319,8 @@ pub(super) struct Model {
     partial: Vec<u32>,
     /// `M` symbols per exponent: 16 with the sign, else 8.
     m_syms: usize,
+    /// Exponents whose mantissa-top table was refitted since the block began.
+    m_dirty: Range<usize>,
     /// Whether the decode tables (`e_dec`, `m_dec`) are kept (the encoder needs none).
     decoding: bool,
 }
@@ -308,12 +328,20 @@ pub(super) struct Model {
 impl Model {
     fn new(f: Fields, ctxs: usize, decoding: bool) -> Self {
         let tables = usize::from(decoding);
-        let (partial, e_dec, m_dec) = SPARE.with(|spare| {
+        let m_syms = if f.signed { 16 } else { 8 };
+        let (partial, e_dec, m_dec, m_stale) = SPARE.with(|spare| {
             let spare = &mut *spare.borrow_mut();
+            let m_len = (tables * 256) << M_BITS;
+            // Rows of a reused `m_dec` that differ from the uniform table.
+            let m_stale = match spare.m_dirty.take() {
+                Some((k, dirty)) if k == m_syms && spare.m_dec.len() == m_len => dirty,
+                _ => 0..256,
+            };
             (
                 reuse(&mut spare.partial, (4 * ctxs) << 13),
-                reuse(&mut spare.e_dec, (tables * ctxs) << E_BITS),
-                reuse(&mut spare.m_dec, (tables * 256) << M_BITS),
+                reuse(&mut spare.e_dec, tables * ctxs * E_STRIDE),
+                reuse(&mut spare.m_dec, m_len),
+                m_stale,
             )
         });
         let mut m = Model {
@@ -329,7 +357,7 @@ impl Model {
             gm_fit: vec![0; 257],
             e_lo: ZERO,
             e_hi: 0,
-            e_enc: vec![[0; 257]; ctxs],
+            e_enc: vec![[0; E_SYMS]; ctxs],
             zero_start: [0; CONTEXTS],
             escape_start: [0; CONTEXTS],
             e_dec,
@@ -339,15 +367,25 @@ impl Model {
             m_enc: Box::new([[0; 16]; 256]),
             m_dec,
             partial,
-            m_syms: if f.signed { 16 } else { 8 },
+            m_syms,
+            m_dirty: 0..0,
             decoding,
         };
         for c in 0..ctxs {
             m.refit_e(c);
         }
-        for e in 0..256 {
-            m.refit_m(e);
+        // Every mantissa-top table starts uniform (nothing counted): fitted once and copied
+        // to every exponent, and to the rows of a reused decode table that are not.
+        m.refit_m(0);
+        let first = m.m_enc[0];
+        m.m_enc.iter_mut().for_each(|row| *row = first);
+        if decoding {
+            let (first, rest) = m.m_dec.split_at_mut(1 << M_BITS);
+            for e in m_stale.start.max(1)..m_stale.end {
+                rest[(e - 1) << M_BITS..e << M_BITS].copy_from_slice(first);
+            }
         }
+        m.m_dirty = 0..0;
         m
     }
 
@@ -357,15 +395,12 @@ impl Model {
         debug_assert!(self.partial.iter().all(|&h| h == 0));
         SPARE.with(|spare| {
             let spare = &mut *spare.borrow_mut();
-            for (keep, buf) in [
-                (&mut spare.partial, self.partial),
-                (&mut spare.e_dec, self.e_dec),
-                (&mut spare.m_dec, self.m_dec),
-            ] {
-                if !buf.is_empty() {
-                    *keep = buf;
-                }
+            keep(&mut spare.partial, self.partial);
+            keep(&mut spare.e_dec, self.e_dec);
+            if !self.m_dec.is_empty() {
+                spare.m_dirty = Some((self.m_syms, self.m_dirty));
             }
+            keep(&mut spare.m_dec, self.m_dec);
         });
     }
 
@@ -378,8 +413,7 @@ impl Model {
     /// The escape's `start | freq << 16` in context `c`.
     #[inline(always)]
     fn escape(&self, c: usize) -> u32 {
-        let start = self.escape_start[c];
-        start | ((1 << E_BITS) - start) << 16
+        self.e_enc[c][ESCAPE_SYM]
     }
 
     #[inline(always)]
@@ -411,17 +445,20 @@ impl Model {
         }
         self.zero_start[c] = self.e_enc[c][ZERO] & 0xffff;
         self.escape_start[c] = start;
+        // The escape holds every slot left: ESCAPE of them once fitted, else all.
+        debug_assert!(!fitted || start == (1 << E_BITS) - ESCAPE);
+        self.e_enc[c][ESCAPE_SYM] = start | ((1 << E_BITS) - start) << 16;
         if self.decoding {
-            let table = &mut self.e_dec[c << E_BITS..(c + 1) << E_BITS];
-            for (e, &f) in range.chain([ZERO]).zip(&freqs) {
-                if f > 0 {
-                    let start = (self.e_enc[c][e] & 0xffff) as usize;
-                    let entry = (e as u32 & 0xff) | (f - 1) << 8;
-                    ramp::<20>(&mut table[start..start + f as usize], entry);
+            let table = &mut self.e_dec[c * E_STRIDE..][..E_STRIDE];
+            // Whole 64-byte stores, in slot order: each run's overshoot is overwritten by
+            // the next run, the last one's lands in the slots of `ZERO` and the escape or
+            // past the table's 4096 slots.
+            for (e, &f) in range.zip(&freqs) {
+                let start = (self.e_enc[c][e] & 0xffff) as usize;
+                for at in (start..start + f as usize).step_by(64) {
+                    table[at..at + 64].copy_from_slice(&[e as u8; 64]);
                 }
             }
-            let esc = if fitted { ESCAPE } else { 1 << E_BITS };
-            ramp::<20>(&mut table[start as usize..], (esc - 1) << 8);
         }
         self.e_fit[c] = self.e_total[c];
         self.g_fit[c] = self.g_total;
@@ -453,6 +490,10 @@ impl Model {
             }
         }
         self.m_fit[e] = self.m_total[e];
+        self.m_dirty = match self.m_dirty.is_empty() {
+            true => e..e + 1,
+            false => self.m_dirty.start.min(e)..self.m_dirty.end.max(e + 1),
+        };
     }
 
     /// Counts a batch of values given as `E << 4 | M`, in groups of `lanes` with the contexts
@@ -1271,6 +1312,27 @@ mod tests {
             for kernel in lanes::Kernel::supported() {
                 let back = decode_with(&packed, data.len(), kernel, true).unwrap();
                 assert!(back == *data, "{kernel:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn reused_tables_decode_like_fresh_ones() {
+        // Blocks with and without the sign in `M`, of different scales, one after another
+        // on one thread (reusing the last block's tables) and each on a fresh thread.
+        let blocks = [
+            to_bytes(DType::F32, &skewed_signs(30_000)),
+            to_bytes(DType::F32, &scaled_rows(30_000)),
+            to_bytes(DType::F32, &skewed_signs(20_000)),
+            to_bytes(DType::F32, &weights(25_000, 13)),
+        ];
+        let packed: Vec<Vec<u8>> = blocks.iter().map(|b| encode(b, DType::F32)).collect();
+        assert_ne!(packed[0][7], packed[1][7], "sign modes must differ");
+        for _ in 0..2 {
+            for (p, b) in packed.iter().zip(&blocks) {
+                assert!(decode(p, b.len()).unwrap() == *b);
+                let fresh = std::thread::scope(|s| s.spawn(|| decode(p, b.len())).join());
+                assert!(fresh.unwrap().unwrap() == *b);
             }
         }
     }

@@ -3,7 +3,9 @@
 
 use super::{States, Symbols};
 use crate::coder::rans::{Words, WAYS};
-use crate::tensor::planes::{Contexts, Model, E_BITS, M_BITS, RAW_BITS, ZERO_EM};
+use crate::tensor::planes::{
+    Contexts, Model, ESCAPE_SYM, E_BITS, E_STRIDE, M_BITS, RAW_BITS, ZERO, ZERO_EM,
+};
 use std::arch::x86_64::*;
 
 /// For each 8-bit mask, the lane permutation that moves consecutive words into the set lanes
@@ -56,7 +58,9 @@ pub(super) unsafe fn groups<const R: usize>(
     let m9 = _mm256_set1_epi32(0x1ff);
     let m8 = _mm256_set1_epi32(0xff);
     let m4 = _mm256_set1_epi32(15);
-    let one = _mm256_set1_epi32(1);
+    let low16 = _mm256_set1_epi32(0xffff);
+    let zero_sym = _mm256_set1_epi32(ZERO as i32);
+    let escape_sym = _mm256_set1_epi32(ESCAPE_SYM as i32);
     let zero_em = _mm256_set1_epi32(ZERO_EM as i32);
     let m_dec = model.m_dec.as_ptr() as *const i32;
     // Lanes in `active` whose state fell below LOW take the next words, in lane order.
@@ -82,24 +86,30 @@ pub(super) unsafe fn groups<const R: usize>(
         groups[done / lanes] = c as u8;
         let esc_start = _mm256_set1_epi32(model.escape_start[c] as i32);
         let zero_start = _mm256_set1_epi32(model.zero_start[c] as i32);
-        let e_dec = model.e_dec[c << E_BITS..].as_ptr() as *const i32;
+        let e_dec = model.e_dec[c * E_STRIDE..].as_ptr() as *const i32;
+        let e_enc = model.e_enc[c].as_ptr() as *const i32;
         // `E` symbols: exponents, which lanes escaped, which are +0.0 (lane masks).
         let mut e = [zero; R];
         let mut esc = [zero; R];
         let mut zeros = [zero; R];
         for r in 0..R {
             let slot = _mm256_and_si256(xs[r], m12);
-            let d = _mm256_i32gather_epi32::<4>(e_dec, slot);
+            // The exponent byte of each slot (E_STRIDE leaves room for a 4-byte read at the last).
+            e[r] = _mm256_and_si256(_mm256_i32gather_epi32::<1>(e_dec, slot), m8);
             // slot >= escape start (both below 2^13), and >= zero start short of that.
             esc[r] = _mm256_andnot_si256(_mm256_cmpgt_epi32(esc_start, slot), all);
             let past_zero = _mm256_andnot_si256(_mm256_cmpgt_epi32(zero_start, slot), all);
             zeros[r] = _mm256_andnot_si256(esc[r], past_zero);
-            let freq = _mm256_add_epi32(_mm256_and_si256(_mm256_srli_epi32::<8>(d), m12), one);
+            let sym = _mm256_blendv_epi8(e[r], zero_sym, zeros[r]);
+            let sym = _mm256_blendv_epi8(sym, escape_sym, esc[r]);
+            let d = _mm256_i32gather_epi32::<4>(e_enc, sym);
             xs[r] = _mm256_add_epi32(
-                _mm256_mullo_epi32(freq, _mm256_srli_epi32::<{ E_BITS as i32 }>(xs[r])),
-                _mm256_srli_epi32::<20>(d),
+                _mm256_mullo_epi32(
+                    _mm256_srli_epi32::<16>(d),
+                    _mm256_srli_epi32::<{ E_BITS as i32 }>(xs[r]),
+                ),
+                _mm256_sub_epi32(slot, _mm256_and_si256(d, low16)),
             );
-            e[r] = _mm256_and_si256(d, m8);
         }
         for x in xs.iter_mut() {
             renorm!(*x, all);

@@ -3,7 +3,9 @@
 
 use super::{States, Symbols};
 use crate::coder::rans::{Words, WAYS};
-use crate::tensor::planes::{Contexts, Model, E_BITS, M_BITS, RAW_BITS, ZERO, ZERO_EM};
+use crate::tensor::planes::{
+    Contexts, Model, ESCAPE_SYM, E_BITS, E_STRIDE, M_BITS, RAW_BITS, ZERO, ZERO_EM,
+};
 use std::arch::x86_64::*;
 
 /// Decodes whole groups of `16 R` lanes (register r holds lanes 16 r to 16 r + 15, so `R`
@@ -27,12 +29,13 @@ pub(super) unsafe fn groups<const R: usize>(
         std::array::from_fn(|r| _mm512_loadu_si512(x[16 * r..].as_ptr().cast()));
     let low = _mm512_set1_epi32(1 << 16);
     let m12 = _mm512_set1_epi32(0xfff);
+    let low16 = _mm512_set1_epi32(0xffff);
+    let escape_sym = _mm512_set1_epi32(ESCAPE_SYM as i32);
     let m9 = _mm512_set1_epi32(0x1ff);
     let m8 = _mm512_set1_epi32(0xff);
     let m4 = _mm512_set1_epi32(15);
     let zero_sym = _mm512_set1_epi32(ZERO as i32);
     let zero_em = _mm512_set1_epi32(ZERO_EM as i32);
-    let one = _mm512_set1_epi32(1);
     let m_dec = model.m_dec.as_ptr() as *const i32;
     // Lanes in `active` whose state fell below LOW take the next words, in lane order.
     macro_rules! renorm {
@@ -51,22 +54,28 @@ pub(super) unsafe fn groups<const R: usize>(
         groups[done / lanes] = c as u8;
         let zero_start = _mm512_set1_epi32(model.zero_start[c] as i32);
         let esc_start = _mm512_set1_epi32(model.escape_start[c] as i32);
-        let e_dec = model.e_dec[c << E_BITS..].as_ptr() as *const i32;
+        let e_dec = model.e_dec[c * E_STRIDE..].as_ptr() as *const i32;
+        let e_enc = model.e_enc[c].as_ptr() as *const i32;
         // `E` symbols: exponents, which lanes escaped, which are +0.0.
         let mut e = [_mm512_setzero_si512(); R];
         let mut esc = [0u16; R];
         let mut zero = [0u16; R];
         for r in 0..R {
             let slot = _mm512_and_si512(xs[r], m12);
-            let d = _mm512_i32gather_epi32::<4>(slot, e_dec);
+            // The exponent byte of each slot (E_STRIDE leaves room for a 4-byte read at the last).
+            e[r] = _mm512_and_si512(_mm512_i32gather_epi32::<1>(slot, e_dec), m8);
             esc[r] = _mm512_cmpge_epu32_mask(slot, esc_start);
             zero[r] = _mm512_cmpge_epu32_mask(slot, zero_start) & !esc[r];
-            let freq = _mm512_add_epi32(_mm512_and_si512(_mm512_srli_epi32::<8>(d), m12), one);
+            let sym = _mm512_mask_mov_epi32(e[r], zero[r], zero_sym);
+            let sym = _mm512_mask_mov_epi32(sym, esc[r], escape_sym);
+            let d = _mm512_i32gather_epi32::<4>(sym, e_enc);
             xs[r] = _mm512_add_epi32(
-                _mm512_mullo_epi32(freq, _mm512_srli_epi32::<E_BITS>(xs[r])),
-                _mm512_srli_epi32::<20>(d),
+                _mm512_mullo_epi32(
+                    _mm512_srli_epi32::<16>(d),
+                    _mm512_srli_epi32::<E_BITS>(xs[r]),
+                ),
+                _mm512_sub_epi32(slot, _mm512_and_si512(d, low16)),
             );
-            e[r] = _mm512_and_si512(d, m8);
         }
         for x in xs.iter_mut() {
             renorm!(*x, 0xffff);

@@ -8,7 +8,9 @@ mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 
-use super::planes::{Contexts, Model, E_BITS, M_BITS, RAW_BITS, ZERO, ZERO_EM};
+use super::planes::{
+    Contexts, Model, ESCAPE_SYM, E_BITS, E_STRIDE, M_BITS, RAW_BITS, ZERO, ZERO_EM,
+};
 use crate::coder::rans::{self, Words, WAYS};
 use crate::engine::{level, KernelLevel};
 use std::cell::RefCell;
@@ -21,11 +23,17 @@ pub(super) type States = [u32; WAYS];
 #[inline(always)]
 fn e_step(x: &mut u32, w: &mut Words, model: &Model, c: usize) -> (u16, bool) {
     let slot = *x & ((1 << E_BITS) - 1);
-    let d = model.e_dec[c << E_BITS | slot as usize];
-    rans::step(x, E_BITS, (d >> 8 & 0xfff) + 1, d >> 20, w);
+    let e = model.e_dec[c * E_STRIDE + slot as usize];
     let escaped = slot >= model.escape_start[c];
     let zero = !escaped && slot >= model.zero_start[c];
-    (if zero { ZERO as u16 } else { d as u16 & 0xff }, escaped)
+    let sym = match (escaped, zero) {
+        (true, _) => ESCAPE_SYM,
+        (_, true) => ZERO,
+        _ => e as usize,
+    };
+    let d = model.e_enc[c][sym];
+    rans::step(x, E_BITS, d >> 16, slot - (d & 0xffff), w);
+    (if zero { ZERO as u16 } else { e as u16 }, escaped)
 }
 
 /// Decodes an escaped `E` symbol's raw bits (256 and up: `ZERO`).
