@@ -234,10 +234,12 @@ impl Contexts {
     }
 }
 
-/// What a batch counted: the range of `E` symbols and which contexts (bit c) its groups used.
+/// What a batch counted: the range of `E` symbols, which contexts (bit c) its groups used,
+/// and how many values were +0.0.
 pub(super) struct Span {
     exponents: Range<usize>,
     contexts: u32,
+    zeros: usize,
 }
 
 /// Large buffers of a `Model` kept for the thread's next block (the histograms are left all
@@ -486,7 +488,7 @@ impl Model {
             let table = &mut self.m_dec[e << M_BITS..(e + 1) << M_BITS];
             for (s, &f) in freqs[..k].iter().enumerate() {
                 let start = (self.m_enc[e][s] & 0xffff) as usize;
-                ramp::<13>(&mut table[start..start + f as usize], s as u32 | f << 4);
+                ramp::<13>(table, start..start + f as usize, s as u32 | f << 4);
             }
         }
         self.m_fit[e] = self.m_total[e];
@@ -555,6 +557,7 @@ impl Model {
         Span {
             exponents: lo >> 4..(hi >> 4) + 1,
             contexts,
+            zeros: em.iter().filter(|&&v| v == ZERO_EM).count(),
         }
     }
 
@@ -704,11 +707,32 @@ fn with_prior<'a>(
     }
 }
 
-/// Fills a symbol's slots of a decode table: `entry | k << SHIFT` for its `k`th slot.
+/// Fills a symbol's `slots` of a decode `table` (symbols in slot order): `entry | k << SHIFT`
+/// for its `k`th slot. Whole 16-entry stores: one that runs past the symbol's slots is
+/// overwritten by the next symbol's; near the table's end, a store that ends there if it
+/// stays within the symbol's slots, else one entry at a time.
 #[inline(always)]
-fn ramp<const SHIFT: u32>(slots: &mut [u32], entry: u32) {
-    for (k, t) in slots.iter_mut().enumerate() {
-        *t = entry | (k as u32) << SHIFT;
+fn ramp<const SHIFT: u32>(table: &mut [u32], slots: Range<usize>, entry: u32) {
+    const CHUNK: usize = 16;
+    let value = |k: usize| entry | (k as u32) << SHIFT;
+    let (start, end) = (slots.start, slots.end);
+    let mut at = start;
+    while at < end {
+        if at + CHUNK <= table.len() {
+            let chunk: [u32; CHUNK] = std::array::from_fn(|i| value(at - start + i));
+            table[at..at + CHUNK].copy_from_slice(&chunk);
+            at += CHUNK;
+        } else if end == table.len() && end - CHUNK >= start {
+            let at = end - CHUNK;
+            let chunk: [u32; CHUNK] = std::array::from_fn(|i| value(at - start + i));
+            table[at..end].copy_from_slice(&chunk);
+            return;
+        } else {
+            for (t, k) in table[at..end].iter_mut().zip(at - start..) {
+                *t = value(k);
+            }
+            return;
+        }
     }
 }
 
@@ -816,22 +840,30 @@ struct Residuals<'a> {
     unpacker: ibp::Unpacker<'a>,
     /// Residuals not unpacked yet.
     left: usize,
+    /// `RESIDUAL_GROUPS` groups' room; the residuals not taken yet are `buf[at..end]`.
     buf: Vec<u64>,
     at: usize,
+    end: usize,
 }
+
+/// IBP groups' room in `Residuals::buf`: the residuals left over are moved to its start
+/// only when the next group would not fit after them.
+const RESIDUAL_GROUPS: usize = 4;
 
 impl Residuals<'_> {
     /// The next `k` (at most GROUP) residuals.
     fn take(&mut self, k: usize) -> Result<&[u64]> {
-        if self.buf.len() - self.at < k {
-            self.buf.drain(..self.at);
-            self.at = 0;
+        if self.end - self.at < k {
             let g = self.left.min(ibp::GROUP);
-            let have = self.buf.len();
-            self.buf.resize(have + g, 0);
-            self.unpacker.group(&mut self.buf[have..])?;
+            if self.end + g > self.buf.len() {
+                self.buf.copy_within(self.at..self.end, 0);
+                self.end -= self.at;
+                self.at = 0;
+            }
+            self.unpacker.group(&mut self.buf[self.end..self.end + g])?;
+            self.end += g;
             self.left -= g;
-            if self.buf.len() < k {
+            if self.end - self.at < k {
                 return Err(Error::Corrupt("tensor block: residuals run out".into()));
             }
         }
@@ -882,8 +914,9 @@ fn decode_w<const W: usize, const EB: u32>(
     let mut residuals = Residuals {
         unpacker: ibp::Unpacker::for_level(rest, f.rbits(), count, !contexts)?,
         left: count,
-        buf: Vec::with_capacity(2 * ibp::GROUP),
+        buf: vec![0; RESIDUAL_GROUPS * ibp::GROUP],
         at: 0,
+        end: 0,
     };
     let mut em = vec![0u16; MAX_BATCH];
     let mut group_ctx = [0u8; MAX_BATCH / 16];
@@ -900,7 +933,7 @@ fn decode_w<const W: usize, const EB: u32>(
         let groups = &mut group_ctx[..em.len().div_ceil(lanes)];
         kernel.lanes(&mut x, &mut words, &model, em, lanes, &mut ctx, groups);
         let span = model.count_batch(em, groups, lanes);
-        let zeros = em.iter().filter(|&&v| v == ZERO_EM).count();
+        let zeros = span.zeros;
         let res = residuals.take(em.len() - zeros)?;
         let slots = &mut values[i * W..end * W];
         if zeros == 0 && f.signed {
@@ -923,7 +956,7 @@ fn decode_w<const W: usize, const EB: u32>(
         i = end;
         k += 1;
     }
-    if residuals.left != 0 || residuals.at != residuals.buf.len() {
+    if residuals.left != 0 || residuals.at != residuals.end {
         return Err(bad("residuals left over"));
     }
     if residuals.unpacker.consumed() != rest.len() {
@@ -1312,6 +1345,32 @@ mod tests {
             for kernel in lanes::Kernel::supported() {
                 let back = decode_with(&packed, data.len(), kernel, true).unwrap();
                 assert!(back == *data, "{kernel:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn ramps_fill_exactly_their_slots() {
+        // Random partitions of a 256-slot table into 1 to 16 symbols, each run at least one
+        // slot (short and long ones, the last short or long): every slot must read
+        // `entry | k << 13` of its own symbol.
+        let mut x = 9u64;
+        for _ in 0..2000 {
+            let k = 1 + xorshift(&mut x) as usize % 16;
+            let mut cuts: Vec<usize> = (0..k - 1)
+                .map(|_| 1 + xorshift(&mut x) as usize % 255)
+                .collect();
+            cuts.extend([0, 256]);
+            cuts.sort_unstable();
+            cuts.dedup();
+            let mut table = vec![u32::MAX; 256];
+            for (s, w) in cuts.windows(2).enumerate() {
+                ramp::<13>(&mut table, w[0]..w[1], s as u32);
+            }
+            for (s, w) in cuts.windows(2).enumerate() {
+                for (k, &t) in table[w[0]..w[1]].iter().enumerate() {
+                    assert_eq!(t, s as u32 | (k as u32) << 13);
+                }
             }
         }
     }
