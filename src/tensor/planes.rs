@@ -246,7 +246,7 @@ pub(super) struct Span {
 /// zero by every batch; the decode tables are rewritten whole by `Model::new`).
 #[derive(Default)]
 struct Spare {
-    partial: Vec<u32>,
+    partial: Vec<u16>,
     e_dec: Vec<u8>,
     m_dec: Vec<u32>,
     /// `M` symbols of the block that left `m_dec`, and the exponents whose rows it
@@ -317,8 +317,8 @@ pub(super) struct Model {
     /// Per exponent, per slot: `M` | freq << 4 | (slot - start) << 13.
     pub(super) m_dec: Vec<u32>,
     /// Four partial histograms of `E << 4 | M` per context (`4 ctxs` rows of 8192) for
-    /// `count_batch`, zero between batches.
-    partial: Vec<u32>,
+    /// `count_batch` (16 bits: a batch is at most 4096 values), zero between batches.
+    partial: Vec<u16>,
     /// `M` symbols per exponent: 16 with the sign, else 8.
     m_syms: usize,
     /// Exponents whose mantissa-top table was refitted since the block began.
@@ -600,7 +600,7 @@ impl Model {
                 for p in 0..4 {
                     let part = &mut self.partial[p * stride + at..][..16];
                     for (r, h) in row.iter_mut().zip(part.iter_mut()) {
-                        *r += *h;
+                        *r += u32::from(*h);
                         *h = 0;
                     }
                 }
