@@ -30,8 +30,9 @@ pub(super) const M_BITS: u32 = 8;
 const ESCAPE: u32 = 1;
 /// Index of the escape's slot range among a context's `E` symbols (after `ZERO`'s).
 pub(super) const ESCAPE_SYM: usize = ZERO + 1;
-/// `E` symbols of a context: 256 exponents, `ZERO` and the escape.
-pub(super) const E_SYMS: usize = ZERO + 2;
+/// Entries of a context's `E` symbol row: 256 exponents, `ZERO` and the escape, and room
+/// to load 64 entries from any exponent on.
+pub(super) const E_SYMS: usize = 256 + 64;
 /// Bytes of a context's exponent decode table: a slot per 12-bit state, and room for a
 /// 64-byte store at the last.
 pub(super) const E_STRIDE: usize = (1 << E_BITS) + 64;
@@ -410,6 +411,16 @@ impl Model {
     #[inline(always)]
     fn e_sym(&self, c: usize, e: usize) -> u32 {
         self.e_enc[c][e.min(ZERO)]
+    }
+
+    /// The lowest exponent with slots and the number of exponents from there to the highest
+    /// (exponents between them may have none).
+    #[inline(always)]
+    pub(super) fn e_window(&self) -> (usize, usize) {
+        match self.e_lo <= self.e_hi {
+            true => (self.e_lo, self.e_hi + 1 - self.e_lo),
+            false => (0, 0),
+        }
     }
 
     /// The escape's `start | freq << 16` in context `c`.
@@ -1254,6 +1265,16 @@ mod tests {
         w
     }
 
+    /// Rows of 256 scaled by 2^-15 to 2^14: 33 to 64 exponents from the lowest to the
+    /// highest (the decoder's second way to look up slot ranges).
+    fn wide_rows(n: usize) -> Vec<f32> {
+        let mut w = weights(n, 37);
+        for (i, v) in w.iter_mut().enumerate() {
+            *v *= (2f32).powi((i / 256 % 30) as i32 - 15);
+        }
+        w
+    }
+
     #[test]
     fn local_scale_is_modelled() {
         // The same values with the rows' scales in order and shuffled: only the exponent
@@ -1332,7 +1353,9 @@ mod tests {
         let signed = to_bytes(DType::BF16, &skewed_signs(100_000));
         let rows = to_bytes(DType::F16, &scaled_rows(100_000));
         let rows32 = to_bytes(DType::F32, &scaled_rows(300_000));
+        let wide = to_bytes(DType::F32, &wide_rows(200_000));
         let cases = [
+            (&wide, DType::F32),
             (&rows, DType::F16),
             (&rows32, DType::F32),
             (&f16s, DType::F16),

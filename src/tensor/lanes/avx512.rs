@@ -30,7 +30,7 @@ pub(super) unsafe fn groups<const R: usize>(
     let low = _mm512_set1_epi32(1 << 16);
     let m12 = _mm512_set1_epi32(0xfff);
     let low16 = _mm512_set1_epi32(0xffff);
-    let escape_sym = _mm512_set1_epi32(ESCAPE_SYM as i32);
+    let thirty_two = _mm512_set1_epi32(32);
     let m9 = _mm512_set1_epi32(0x1ff);
     let m8 = _mm512_set1_epi32(0xff);
     let m4 = _mm512_set1_epi32(15);
@@ -55,7 +55,18 @@ pub(super) unsafe fn groups<const R: usize>(
         let zero_start = _mm512_set1_epi32(model.zero_start[c] as i32);
         let esc_start = _mm512_set1_epi32(model.escape_start[c] as i32);
         let e_dec = model.e_dec[c * E_STRIDE..].as_ptr() as *const i32;
-        let e_enc = model.e_enc[c].as_ptr() as *const i32;
+        let row = &model.e_enc[c];
+        let e_enc = row.as_ptr() as *const i32;
+        // With at most 64 exponents from the lowest to the highest, their slot ranges are
+        // looked up in registers (a gather costs far more than a permutation).
+        let (lowest, span) = model.e_window();
+        let window: [__m512i; 4] = std::array::from_fn(|t| match span <= 64 {
+            true => _mm512_loadu_si512(row[lowest + 16 * t..].as_ptr().cast()),
+            false => _mm512_setzero_si512(),
+        });
+        let lowest = _mm512_set1_epi32(lowest as i32);
+        let zero_entry = _mm512_set1_epi32(row[ZERO] as i32);
+        let escape_entry = _mm512_set1_epi32(row[ESCAPE_SYM] as i32);
         // `E` symbols: exponents, which lanes escaped, which are +0.0.
         let mut e = [_mm512_setzero_si512(); R];
         let mut esc = [0u16; R];
@@ -66,9 +77,19 @@ pub(super) unsafe fn groups<const R: usize>(
             e[r] = _mm512_and_si512(_mm512_i32gather_epi32::<1>(slot, e_dec), m8);
             esc[r] = _mm512_cmpge_epu32_mask(slot, esc_start);
             zero[r] = _mm512_cmpge_epu32_mask(slot, zero_start) & !esc[r];
-            let sym = _mm512_mask_mov_epi32(e[r], zero[r], zero_sym);
-            let sym = _mm512_mask_mov_epi32(sym, esc[r], escape_sym);
-            let d = _mm512_i32gather_epi32::<4>(sym, e_enc);
+            let d = if span <= 32 {
+                let at = _mm512_sub_epi32(e[r], lowest);
+                _mm512_permutex2var_epi32(window[0], at, window[1])
+            } else if span <= 64 {
+                let at = _mm512_sub_epi32(e[r], lowest);
+                let low = _mm512_permutex2var_epi32(window[0], at, window[1]);
+                let high = _mm512_permutex2var_epi32(window[2], at, window[3]);
+                _mm512_mask_blend_epi32(_mm512_test_epi32_mask(at, thirty_two), low, high)
+            } else {
+                _mm512_i32gather_epi32::<4>(e[r], e_enc)
+            };
+            let d = _mm512_mask_mov_epi32(d, zero[r], zero_entry);
+            let d = _mm512_mask_mov_epi32(d, esc[r], escape_entry);
             xs[r] = _mm512_add_epi32(
                 _mm512_mullo_epi32(
                     _mm512_srli_epi32::<16>(d),
