@@ -18,6 +18,62 @@ pub const GROUP: usize = 4096;
 /// Fractions (of 20) of the group that must agree for a bit to count as invariant.
 const THRESHOLDS: [usize; 7] = [14, 15, 16, 17, 18, 19, 20];
 
+/// A decoded word: `u64`, or `u32` for words of at most 32 bits (half the memory to write
+/// and read back).
+pub trait Word: Copy + Default {
+    /// Widest words this type holds.
+    const BITS: u32;
+    /// `v`, which fits.
+    fn from_u64(v: u64) -> Self;
+    /// The word as `u64`.
+    fn to_u64(self) -> u64;
+    /// Unpacks plain `bits`-wide words a vector at a time with AVX-512 VBMI while whole
+    /// vectors' bytes remain; returns how many it wrote (0 if `bits` is too wide for it).
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512 F, BW and VBMI.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn unpack_vbmi(rest: &[u8], bits: u32, out: &mut [Self]) -> usize;
+}
+
+impl Word for u64 {
+    const BITS: u32 = 64;
+    #[inline(always)]
+    fn from_u64(v: u64) -> Self {
+        v
+    }
+    #[inline(always)]
+    fn to_u64(self) -> u64 {
+        self
+    }
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn unpack_vbmi(rest: &[u8], bits: u32, out: &mut [Self]) -> usize {
+        match bits <= 57 {
+            true => unpack_plain_vbmi(rest, bits, out),
+            false => 0,
+        }
+    }
+}
+
+impl Word for u32 {
+    const BITS: u32 = 32;
+    #[inline(always)]
+    fn from_u64(v: u64) -> Self {
+        v as u32
+    }
+    #[inline(always)]
+    fn to_u64(self) -> u64 {
+        self as u64
+    }
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn unpack_vbmi(rest: &[u8], bits: u32, out: &mut [Self]) -> usize {
+        match bits <= 25 {
+            true => unpack_plain_vbmi32(rest, bits, out),
+            false => 0,
+        }
+    }
+}
+
 /// Appends bits LSB-first.
 struct BitWriter<'a> {
     out: &'a mut Vec<u8>,
@@ -145,17 +201,17 @@ macro_rules! pack_body {
 /// Unpacks the words of one group with the given bit-deposit function.
 macro_rules! unpack_body {
     ($r:expr, $part:expr, $bits:expr, $mask:expr, $value:expr, $out:expr, $pdep:expr) => {{
-        let (r, part, bits, mask, value, out): (&mut BitReader, &[u8], u32, u64, u64, &mut [u64]) =
+        let (r, part, bits, mask, value, out): (&mut BitReader, &[u8], u32, u64, u64, &mut [_]) =
             ($r, $part, $bits, $mask, $value, $out);
         let keep = !mask & width_mask(bits);
         let k = keep.count_ones();
         let base = value & mask;
         for (i, o) in out.iter_mut().enumerate() {
-            *o = if part[i / 8] >> (i % 8) & 1 != 0 {
+            *o = T::from_u64(if part[i / 8] >> (i % 8) & 1 != 0 {
                 base | if k > 0 { $pdep(r.get(k), keep) } else { 0 }
             } else {
                 r.get(bits)
-            };
+            });
         }
     }};
 }
@@ -164,7 +220,14 @@ fn pack_portable(words: &[u64], bits: u32, mask: u64, value: u64, out: &mut Vec<
     pack_body!(words, bits, mask, value, out, pext_portable)
 }
 
-fn unpack_portable(r: &mut BitReader, part: &[u8], bits: u32, m: u64, v: u64, out: &mut [u64]) {
+fn unpack_portable<T: Word>(
+    r: &mut BitReader,
+    part: &[u8],
+    bits: u32,
+    m: u64,
+    v: u64,
+    out: &mut [T],
+) {
     unpack_body!(r, part, bits, m, v, out, pdep_portable)
 }
 
@@ -177,7 +240,14 @@ unsafe fn pack_bmi2(words: &[u64], bits: u32, mask: u64, value: u64, out: &mut V
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "bmi2")]
-unsafe fn unpack_bmi2(r: &mut BitReader, part: &[u8], bits: u32, m: u64, v: u64, out: &mut [u64]) {
+unsafe fn unpack_bmi2<T: Word>(
+    r: &mut BitReader,
+    part: &[u8],
+    bits: u32,
+    m: u64,
+    v: u64,
+    out: &mut [T],
+) {
     use std::arch::x86_64::_pdep_u64;
     unpack_body!(r, part, bits, m, v, out, |x, m| _pdep_u64(x, m))
 }
@@ -424,9 +494,11 @@ impl<'a> Unpacker<'a> {
         self.pos
     }
 
-    /// Decodes the next group into `out` (GROUP words, fewer for the last group).
-    pub fn group(&mut self, out: &mut [u64]) -> Result<()> {
+    /// Decodes the next group into `out` (GROUP words, fewer for the last group; words of
+    /// `bits` must fit `T`).
+    pub fn group<T: Word>(&mut self, out: &mut [T]) -> Result<()> {
         assert!(out.len() <= GROUP, "an IBP group holds at most GROUP words");
+        assert!(self.bits <= T::BITS, "IBP words wider than the output type");
         let (bits, g) = (self.bits, self.g);
         if g >= self.groups {
             return Err(damaged());
@@ -485,18 +557,18 @@ impl<'a> Unpacker<'a> {
 impl Unpacker<'_> {
     /// Mode 2: the variant bits of every word, packed at their count k, unpacked as plain
     /// k-bit words and put back in place (a shift when they are contiguous).
-    fn every_participates(
+    fn every_participates<T: Word>(
         &self,
         packed: &[u8],
         mask: u64,
         value: u64,
-        out: &mut [u64],
+        out: &mut [T],
     ) -> Result<()> {
         let keep = !mask & width_mask(self.bits);
         let k = keep.count_ones();
         let base = value & mask;
         if k == 0 {
-            out.fill(base);
+            out.fill(T::from_u64(base));
             return Ok(());
         }
         if (packed.len() as u64) * 8 < out.len() as u64 * k as u64 {
@@ -506,7 +578,7 @@ impl Unpacker<'_> {
         let shift = keep.trailing_zeros();
         if keep >> shift == width_mask(k) {
             for o in out.iter_mut() {
-                *o = base | *o << shift;
+                *o = T::from_u64(base | o.to_u64() << shift);
             }
             return Ok(());
         }
@@ -517,7 +589,7 @@ impl Unpacker<'_> {
             return Ok(());
         }
         for o in out.iter_mut() {
-            *o = base | pdep_portable(*o, keep);
+            *o = T::from_u64(base | pdep_portable(o.to_u64(), keep));
         }
         Ok(())
     }
@@ -526,10 +598,10 @@ impl Unpacker<'_> {
 /// `base | pdep(word, keep)` for every word.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "bmi2")]
-unsafe fn deposit_bmi2(out: &mut [u64], keep: u64, base: u64) {
+unsafe fn deposit_bmi2<T: Word>(out: &mut [T], keep: u64, base: u64) {
     use std::arch::x86_64::_pdep_u64;
     for o in out.iter_mut() {
-        *o = base | _pdep_u64(*o, keep);
+        *o = T::from_u64(base | _pdep_u64(o.to_u64(), keep));
     }
 }
 
@@ -539,17 +611,13 @@ fn damaged() -> Error {
 
 /// Plain packed words (the length was checked): eight words per vector step where the CPU
 /// allows, 8-byte loads at each word's bit position while they fit, a bit reader for the rest.
-fn unpack_plain(rest: &[u8], bits: u32, out: &mut [u64], fast: bool) {
+fn unpack_plain<T: Word>(rest: &[u8], bits: u32, out: &mut [T], fast: bool) {
     let mask = width_mask(bits);
     let mut i = 0;
     #[cfg(target_arch = "x86_64")]
-    if fast
-        && bits <= 57
-        && level() == KernelLevel::Avx512
-        && std::arch::is_x86_feature_detected!("avx512vbmi")
-    {
+    if fast && level() == KernelLevel::Avx512 && std::arch::is_x86_feature_detected!("avx512vbmi") {
         // SAFETY: AVX-512 F/BW/VBMI support was checked just above and by the kernel level.
-        i = unsafe { unpack_plain_vbmi(rest, bits, out) };
+        i = unsafe { T::unpack_vbmi(rest, bits, out) };
     }
     let _ = fast;
     if bits <= 56 {
@@ -559,7 +627,7 @@ fn unpack_plain(rest: &[u8], bits: u32, out: &mut [u64], fast: bool) {
             let at = j * bits as usize;
             let b = &rest[at / 8..at / 8 + 8];
             let w = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
-            *o = (w >> (at % 8)) & mask;
+            *o = T::from_u64((w >> (at % 8)) & mask);
         }
         i = end;
     }
@@ -570,7 +638,7 @@ fn unpack_plain(rest: &[u8], bits: u32, out: &mut [u64], fast: bool) {
             reader.get((at % 8) as u32);
         }
         for o in out[i..].iter_mut() {
-            *o = reader.get(bits);
+            *o = T::from_u64(reader.get(bits));
         }
     }
 }
@@ -603,6 +671,38 @@ unsafe fn unpack_plain_vbmi(rest: &[u8], bits: u32, out: &mut [u64]) -> usize {
             _mm512_and_si512(words, mask),
         );
         i += 8;
+    }
+    i
+}
+
+/// `unpack_plain_vbmi` for words of at most 25 bits into `u32`: 16 words span at most 50
+/// whole bytes, each word's 4 bytes (from its first) hold it. Returns how many words it wrote
+/// (a multiple of 16, while 64 bytes remain).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+unsafe fn unpack_plain_vbmi32(rest: &[u8], bits: u32, out: &mut [u32]) -> usize {
+    use std::arch::x86_64::*;
+    let b = bits as usize;
+    let mut index = [0u8; 64];
+    let mut shift = [0u32; 16];
+    for j in 0..16 {
+        for t in 0..4 {
+            index[4 * j + t] = (j * b / 8 + t) as u8;
+        }
+        shift[j] = (j * b % 8) as u32;
+    }
+    let index = _mm512_loadu_si512(index.as_ptr().cast());
+    let shift = _mm512_loadu_si512(shift.as_ptr().cast());
+    let mask = _mm512_set1_epi32(width_mask(bits) as i32);
+    let mut i = 0;
+    while i + 16 <= out.len() && i * b / 8 + 64 <= rest.len() {
+        let v = _mm512_loadu_si512(rest.as_ptr().add(i * b / 8).cast());
+        let words = _mm512_srlv_epi32(_mm512_permutexvar_epi8(index, v), shift);
+        _mm512_storeu_si512(
+            out.as_mut_ptr().add(i).cast(),
+            _mm512_and_si512(words, mask),
+        );
+        i += 16;
     }
     i
 }
@@ -696,6 +796,30 @@ mod tests {
                     unpack_with(cut, bits, &mut back, bmi2).is_err(),
                     "bits {bits}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn narrow_words_unpack_alike_into_u32() {
+        // Plain groups (no invariant bits), masked groups and groups where every word
+        // participates, on both sides of the 25-bit vector limit, with both bit paths.
+        for bits in [1, 5, 16, 20, 25, 26, 32] {
+            for inv in [0, 0b1010_0000, width_mask(bits) & !1] {
+                let n = 2 * GROUP + 37;
+                let w = words(n, bits, inv & width_mask(bits), bits as u64 + inv);
+                let mut packed = Vec::new();
+                pack(&w, bits, &mut packed);
+                for bmi2 in [false, use_bmi2()] {
+                    let mut u = Unpacker::new(&packed, bits, n, bmi2, false).unwrap();
+                    let mut narrow = vec![0u32; n];
+                    for chunk in narrow.chunks_mut(GROUP) {
+                        u.group(chunk).unwrap();
+                    }
+                    assert_eq!(u.consumed(), packed.len());
+                    let wide: Vec<u64> = narrow.iter().map(|&x| x as u64).collect();
+                    assert!(wide == w, "bits {bits}, invariant {inv:#x}, bmi2 {bmi2}");
+                }
             }
         }
     }

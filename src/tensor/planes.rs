@@ -725,18 +725,21 @@ fn with_prior<'a>(
 #[inline(always)]
 fn ramp<const SHIFT: u32>(table: &mut [u32], slots: Range<usize>, entry: u32) {
     const CHUNK: usize = 16;
-    let value = |k: usize| entry | (k as u32) << SHIFT;
+    // `entry` has no bits at SHIFT and up, so `|` is `+`: a broadcast plus a constant ramp.
+    let value = |k: usize| entry + ((k as u32) << SHIFT);
+    let chunk = |k: usize| -> [u32; CHUNK] {
+        let base = value(k);
+        std::array::from_fn(|i| base + ((i as u32) << SHIFT))
+    };
     let (start, end) = (slots.start, slots.end);
     let mut at = start;
     while at < end {
         if at + CHUNK <= table.len() {
-            let chunk: [u32; CHUNK] = std::array::from_fn(|i| value(at - start + i));
-            table[at..at + CHUNK].copy_from_slice(&chunk);
+            table[at..at + CHUNK].copy_from_slice(&chunk(at - start));
             at += CHUNK;
         } else if end == table.len() && end - CHUNK >= start {
             let at = end - CHUNK;
-            let chunk: [u32; CHUNK] = std::array::from_fn(|i| value(at - start + i));
-            table[at..end].copy_from_slice(&chunk);
+            table[at..end].copy_from_slice(&chunk(at - start));
             return;
         } else {
             for (t, k) in table[at..end].iter_mut().zip(at - start..) {
@@ -847,12 +850,12 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, o
 }
 
 /// The residuals of a block in order, unpacked an IBP group at a time.
-struct Residuals<'a> {
+struct Residuals<'a, R> {
     unpacker: ibp::Unpacker<'a>,
     /// Residuals not unpacked yet.
     left: usize,
     /// `RESIDUAL_GROUPS` groups' room; the residuals not taken yet are `buf[at..end]`.
-    buf: Vec<u64>,
+    buf: Vec<R>,
     at: usize,
     end: usize,
 }
@@ -861,9 +864,9 @@ struct Residuals<'a> {
 /// only when the next group would not fit after them.
 const RESIDUAL_GROUPS: usize = 4;
 
-impl Residuals<'_> {
+impl<R: ibp::Word> Residuals<'_, R> {
     /// The next `k` (at most GROUP) residuals.
-    fn take(&mut self, k: usize) -> Result<&[u64]> {
+    fn take(&mut self, k: usize) -> Result<&[R]> {
         if self.end - self.at < k {
             let g = self.left.min(ibp::GROUP);
             if self.end + g > self.buf.len() {
@@ -883,7 +886,9 @@ impl Residuals<'_> {
     }
 }
 
-fn decode_w<const W: usize, const EB: u32>(
+/// Decodes a block of `W`-byte values with `EB` exponent bits, residuals unpacked as `R`
+/// (`u32` for values of at most 4 bytes).
+fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
     body: &[u8],
     n: usize,
     kernel: lanes::Kernel,
@@ -925,7 +930,7 @@ fn decode_w<const W: usize, const EB: u32>(
     let mut residuals = Residuals {
         unpacker: ibp::Unpacker::for_level(rest, f.rbits(), count, !contexts)?,
         left: count,
-        buf: vec![0; RESIDUAL_GROUPS * ibp::GROUP],
+        buf: vec![R::default(); RESIDUAL_GROUPS * ibp::GROUP],
         at: 0,
         end: 0,
     };
@@ -948,15 +953,15 @@ fn decode_w<const W: usize, const EB: u32>(
         let res = residuals.take(em.len() - zeros)?;
         let slots = &mut values[i * W..end * W];
         if zeros == 0 && f.signed {
-            join_all::<W, EB, true>(em, res, slots);
+            join_all::<W, EB, true, R>(em, res, slots);
         } else if zeros == 0 {
-            join_all::<W, EB, false>(em, res, slots);
+            join_all::<W, EB, false, R>(em, res, slots);
         } else {
             let mut res = res.iter();
             for (o, &v) in slots.chunks_exact_mut(W).zip(em.iter()) {
                 let value = match v {
                     ZERO_EM => 0,
-                    _ => f.join(v, res.next().copied().unwrap_or(0)),
+                    _ => f.join(v, res.next().map_or(0, |r| r.to_u64())),
                 };
                 for (o, b) in o.iter_mut().zip(value.to_le_bytes()) {
                     o.write(b);
@@ -982,15 +987,15 @@ fn decode_w<const W: usize, const EB: u32>(
 
 /// Joins each `E << 4 | M` (none `ZERO_EM`) with its residual into `out`, W bytes per value,
 /// the sign coded with `M` if `S` (with the widest vectors allowed).
-fn join_all<const W: usize, const EB: u32, const S: bool>(
+fn join_all<const W: usize, const EB: u32, const S: bool, R: ibp::Word>(
     em: &[u16],
-    res: &[u64],
+    res: &[R],
     out: &mut [MaybeUninit<u8>],
 ) {
     #[inline(always)]
-    fn body<const W: usize, const EB: u32, const S: bool>(
+    fn body<const W: usize, const EB: u32, const S: bool, R: ibp::Word>(
         em: &[u16],
-        res: &[u64],
+        res: &[R],
         out: &mut [MaybeUninit<u8>],
     ) {
         let f = Fields {
@@ -999,7 +1004,7 @@ fn join_all<const W: usize, const EB: u32, const S: bool>(
             signed: S,
         };
         for ((o, &v), &r) in out.chunks_exact_mut(W).zip(em).zip(res) {
-            let bytes = f.join(v, r).to_le_bytes();
+            let bytes = f.join(v, r.to_u64()).to_le_bytes();
             let value: [u8; W] = std::array::from_fn(|t| bytes[t]);
             // SAFETY: `o` is W bytes long, and `[u8; W]` has alignment 1.
             unsafe { o.as_mut_ptr().cast::<[u8; W]>().write(value) };
@@ -1007,30 +1012,30 @@ fn join_all<const W: usize, const EB: u32, const S: bool>(
     }
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
-    unsafe fn avx512<const W: usize, const EB: u32, const S: bool>(
+    unsafe fn avx512<const W: usize, const EB: u32, const S: bool, R: ibp::Word>(
         em: &[u16],
-        res: &[u64],
+        res: &[R],
         out: &mut [MaybeUninit<u8>],
     ) {
-        body::<W, EB, S>(em, res, out)
+        body::<W, EB, S, R>(em, res, out)
     }
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    unsafe fn avx2<const W: usize, const EB: u32, const S: bool>(
+    unsafe fn avx2<const W: usize, const EB: u32, const S: bool, R: ibp::Word>(
         em: &[u16],
-        res: &[u64],
+        res: &[R],
         out: &mut [MaybeUninit<u8>],
     ) {
-        body::<W, EB, S>(em, res, out)
+        body::<W, EB, S, R>(em, res, out)
     }
     // SAFETY: the kernel level is never above what the CPU supports.
     #[cfg(target_arch = "x86_64")]
     match level() {
-        KernelLevel::Avx512 => return unsafe { avx512::<W, EB, S>(em, res, out) },
-        KernelLevel::Avx2 => return unsafe { avx2::<W, EB, S>(em, res, out) },
+        KernelLevel::Avx512 => return unsafe { avx512::<W, EB, S, R>(em, res, out) },
+        KernelLevel::Avx2 => return unsafe { avx2::<W, EB, S, R>(em, res, out) },
         KernelLevel::Scalar => {}
     }
-    body::<W, EB, S>(em, res, out)
+    body::<W, EB, S, R>(em, res, out)
 }
 
 #[inline(always)]
@@ -1097,10 +1102,10 @@ fn decode_with(
     let mut out = Vec::with_capacity(raw_len);
     let c = contexts;
     match dtype {
-        DType::F16 => decode_w::<2, 5>(body, n, kernel, c, &mut out)?,
-        DType::BF16 => decode_w::<2, 8>(body, n, kernel, c, &mut out)?,
-        DType::F32 => decode_w::<4, 8>(body, n, kernel, c, &mut out)?,
-        DType::F64 => decode_w::<8, 8>(body, n, kernel, c, &mut out)?,
+        DType::F16 => decode_w::<2, 5, u32>(body, n, kernel, c, &mut out)?,
+        DType::BF16 => decode_w::<2, 8, u32>(body, n, kernel, c, &mut out)?,
+        DType::F32 => decode_w::<4, 8, u32>(body, n, kernel, c, &mut out)?,
+        DType::F64 => decode_w::<8, 8, u64>(body, n, kernel, c, &mut out)?,
     }
     out.extend_from_slice(tail);
     Ok(out)
