@@ -317,7 +317,7 @@ pub(super) struct Model {
     m_enc: Box<[[u32; 16]; 256]>,
     /// Per exponent, per slot: `M` | freq << 4 | (slot - start) << 13.
     pub(super) m_dec: Vec<u32>,
-    /// Four partial histograms of `E << 4 | M` per context (`4 ctxs` rows of 8192) for
+    /// Two partial histograms of `E << 4 | M` per context (`2 ctxs` rows of 8192) for
     /// `count_batch` (16 bits: a batch is at most 4096 values), zero between batches.
     partial: Vec<u16>,
     /// `M` symbols per exponent: 16 with the sign, else 8.
@@ -341,7 +341,7 @@ impl Model {
                 _ => 0..256,
             };
             (
-                reuse(&mut spare.partial, (4 * ctxs) << 13),
+                reuse(&mut spare.partial, (2 * ctxs) << 13),
                 reuse(&mut spare.e_dec, tables * ctxs * E_STRIDE),
                 reuse(&mut spare.m_dec, m_len),
                 m_stale,
@@ -510,8 +510,8 @@ impl Model {
     }
 
     /// Counts a batch of values given as `E << 4 | M`, in groups of `lanes` with the contexts
-    /// `ctx`: four partial histograms per context, so that repeats of a symbol do not wait on
-    /// each other, merged by `end_batch` over the range the batch used.
+    /// `ctx`: two partial histograms per context, taking turns, so that a repeated symbol
+    /// does not wait on its last count, merged by `end_batch` over the range the batch used.
     fn count_batch(&mut self, em: &[u16], ctx: &[u8], lanes: usize) -> Span {
         // SAFETY: the kernel level is never above what the CPU supports.
         #[cfg(target_arch = "x86_64")]
@@ -539,21 +539,13 @@ impl Model {
     fn count_batch_body(&mut self, em: &[u16], ctx: &[u8], lanes: usize) -> Span {
         let lo = em.iter().fold(0x1fff, |a, &v| a.min(v & 0x1fff)) as usize;
         let hi = em.iter().fold(0, |a, &v| a.max(v & 0x1fff)) as usize;
-        let stride = self.ctxs << 13;
-        let (h0, rest) = self.partial.split_at_mut(stride);
-        let (h1, rest) = rest.split_at_mut(stride);
-        let (h2, h3) = rest.split_at_mut(stride);
+        let (h0, h1) = self.partial.split_at_mut(self.ctxs << 13);
         let mut contexts = 0u32;
         for (group, &c) in em.chunks(lanes).zip(ctx) {
             let c = (c as usize).min(self.ctxs - 1);
             contexts |= 1 << c;
             let at = c << 13..(c + 1) << 13;
-            let (h0, h1, h2, h3) = (
-                &mut h0[at.clone()],
-                &mut h1[at.clone()],
-                &mut h2[at.clone()],
-                &mut h3[at],
-            );
+            let (h0, h1) = (&mut h0[at.clone()], &mut h1[at]);
             let quads = group.chunks_exact(4);
             for &v in quads.remainder() {
                 h0[v as usize & 0x1fff] += 1;
@@ -561,8 +553,8 @@ impl Model {
             for q in quads {
                 h0[q[0] as usize & 0x1fff] += 1;
                 h1[q[1] as usize & 0x1fff] += 1;
-                h2[q[2] as usize & 0x1fff] += 1;
-                h3[q[3] as usize & 0x1fff] += 1;
+                h0[q[2] as usize & 0x1fff] += 1;
+                h1[q[3] as usize & 0x1fff] += 1;
             }
         }
         Span {
@@ -608,7 +600,7 @@ impl Model {
             for e in exponents.clone() {
                 let at = c << 13 | e << 4;
                 let mut row = [0u32; 16];
-                for p in 0..4 {
+                for p in 0..2 {
                     let part = &mut self.partial[p * stride + at..][..16];
                     for (r, h) in row.iter_mut().zip(part.iter_mut()) {
                         *r += u32::from(*h);
