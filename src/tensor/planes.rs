@@ -768,26 +768,31 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, o
     let lanes = lanes_for(n);
     let mut syms = lanes::Symbols::new(n, lanes);
     let mut em = vec![0u16; MAX_BATCH];
+    let mut rest = vec![0u64; MAX_BATCH];
     let mut group_ctx = [0u8; MAX_BATCH / 16];
     // Residuals not yet packed (IBP groups hold GROUP residuals, whatever the batches).
-    let mut residual = Vec::with_capacity(ibp::GROUP);
+    let mut residual = Vec::with_capacity(ibp::GROUP + MAX_BATCH);
     let mut packer = ibp::Packer::new(f.rbits(), n);
     let (mut i, mut k, mut residuals) = (0usize, 0u32, 0u32);
     while i < n {
         let end = (i + batch_len(k)).min(n);
         let em = &mut em[..end - i];
-        let values = data[i * W..end * W].chunks_exact(W);
-        for (v, o) in values.zip(em.iter_mut()) {
-            let (top, rest) = f.split(read::<W>(v));
-            *o = top;
-            if top != ZERO_EM {
-                residual.push(rest);
-                residuals += 1;
-                if residual.len() == ibp::GROUP {
-                    packer.group(&residual);
-                    residual.clear();
-                }
-            }
+        let rest = &mut rest[..end - i];
+        let zeros = split_all::<W, EB>(&data[i * W..end * W], f, em, rest);
+        // The residuals of the values other than +0.0, in order.
+        match zeros {
+            0 => residual.extend_from_slice(rest),
+            _ => residual.extend(
+                em.iter()
+                    .zip(&*rest)
+                    .filter(|p| *p.0 != ZERO_EM)
+                    .map(|p| *p.1),
+            ),
+        }
+        residuals += (end - i - zeros) as u32;
+        if residual.len() >= ibp::GROUP {
+            packer.group(&residual[..ibp::GROUP]);
+            residual.drain(..ibp::GROUP);
         }
         // Every symbol of the batch from the tables fitted before it, each group's exponent
         // from its context's.
@@ -975,6 +980,66 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
     // SAFETY: the batches cover values 0..n and every value's W bytes were written.
     unsafe { out.set_len(start + n * W) };
     Ok(())
+}
+
+/// Splits each W-byte value of `data` into `em` (`E << 4 | M`) and `rest` (the residual);
+/// returns how many were +0.0 (with the widest vectors allowed).
+fn split_all<const W: usize, const EB: u32>(
+    data: &[u8],
+    f: Fields,
+    em: &mut [u16],
+    rest: &mut [u64],
+) -> usize {
+    #[inline(always)]
+    fn body<const W: usize, const EB: u32>(
+        data: &[u8],
+        f: Fields,
+        em: &mut [u16],
+        rest: &mut [u64],
+    ) -> usize {
+        // The widths as constants (every shift by a constant).
+        let f = Fields {
+            bits: 8 * W as u32,
+            ebits: EB,
+            signed: f.signed,
+        };
+        let mut zeros = 0;
+        for ((v, o), r) in data.chunks_exact(W).zip(em.iter_mut()).zip(rest.iter_mut()) {
+            let (top, low) = f.split(read::<W>(v));
+            *o = top;
+            *r = low;
+            zeros += usize::from(top == ZERO_EM);
+        }
+        zeros
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
+    unsafe fn avx512<const W: usize, const EB: u32>(
+        data: &[u8],
+        f: Fields,
+        em: &mut [u16],
+        rest: &mut [u64],
+    ) -> usize {
+        body::<W, EB>(data, f, em, rest)
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn avx2<const W: usize, const EB: u32>(
+        data: &[u8],
+        f: Fields,
+        em: &mut [u16],
+        rest: &mut [u64],
+    ) -> usize {
+        body::<W, EB>(data, f, em, rest)
+    }
+    // SAFETY: the kernel level is never above what the CPU supports.
+    #[cfg(target_arch = "x86_64")]
+    match level() {
+        KernelLevel::Avx512 => return unsafe { avx512::<W, EB>(data, f, em, rest) },
+        KernelLevel::Avx2 => return unsafe { avx2::<W, EB>(data, f, em, rest) },
+        KernelLevel::Scalar => {}
+    }
+    body::<W, EB>(data, f, em, rest)
 }
 
 /// Joins each `E << 4 | M` (none `ZERO_EM`) with its residual into `out`, W bytes per value,
