@@ -49,14 +49,20 @@ fn check_file(d: &std::path::Path, name: &str, extra: &[&str]) -> Vec<u8> {
     let mut args = vec!["compress", "-q", "-c", "--block-size", "1M"];
     args.extend_from_slice(extra);
     args.push(name);
-    let packed = compress_identically(d, &args, &[("1", "auto"), ("2", "auto"), ("2", "scalar")]);
+    let runs = [("1", "auto"), ("2", "auto"), ("2", "scalar"), ("1", "avx2")];
+    let packed = compress_identically(d, &args, &runs);
     let archive = format!("{name}.sep");
     fs::write(d.join(&archive), &packed).unwrap();
     let info = sep(d, &["info", &archive]);
     ok(&info);
     let info = String::from_utf8(info.stdout).unwrap();
     assert!(info.contains(" tensor "), "{name}: {info}");
-    decodes_everywhere(d, &archive, &data, &[("1", "scalar"), ("3", "auto")]);
+    decodes_everywhere(
+        d,
+        &archive,
+        &data,
+        &[("1", "scalar"), ("3", "auto"), ("2", "avx2")],
+    );
     packed
 }
 
