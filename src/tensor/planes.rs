@@ -982,6 +982,31 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
     Ok(())
 }
 
+/// Calls the generic fn `$body` (generics declared `[$decl]`, passed `[$pass]`) compiled for
+/// the process's kernel level: with AVX-512 or AVX2 enabled, or for the baseline.
+macro_rules! at_level {
+    ($body:ident [$($decl:tt)*] [$($pass:tt)*] ($($arg:ident: $ty:ty),*) -> $ret:ty) => {{
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
+        unsafe fn avx512<$($decl)*>($($arg: $ty),*) -> $ret {
+            $body::<$($pass)*>($($arg),*)
+        }
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2")]
+        unsafe fn avx2<$($decl)*>($($arg: $ty),*) -> $ret {
+            $body::<$($pass)*>($($arg),*)
+        }
+        // SAFETY: the kernel level is never above what the CPU supports.
+        #[cfg(target_arch = "x86_64")]
+        match level() {
+            KernelLevel::Avx512 => return unsafe { avx512::<$($pass)*>($($arg),*) },
+            KernelLevel::Avx2 => return unsafe { avx2::<$($pass)*>($($arg),*) },
+            KernelLevel::Scalar => {}
+        }
+        $body::<$($pass)*>($($arg),*)
+    }};
+}
+
 /// Splits each W-byte value of `data` into `em` (`E << 4 | M`) and `rest` (the residual);
 /// returns how many were +0.0 (with the widest vectors allowed).
 fn split_all<const W: usize, const EB: u32>(
@@ -1012,34 +1037,8 @@ fn split_all<const W: usize, const EB: u32>(
         }
         zeros
     }
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
-    unsafe fn avx512<const W: usize, const EB: u32>(
-        data: &[u8],
-        f: Fields,
-        em: &mut [u16],
-        rest: &mut [u64],
-    ) -> usize {
-        body::<W, EB>(data, f, em, rest)
-    }
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn avx2<const W: usize, const EB: u32>(
-        data: &[u8],
-        f: Fields,
-        em: &mut [u16],
-        rest: &mut [u64],
-    ) -> usize {
-        body::<W, EB>(data, f, em, rest)
-    }
-    // SAFETY: the kernel level is never above what the CPU supports.
-    #[cfg(target_arch = "x86_64")]
-    match level() {
-        KernelLevel::Avx512 => return unsafe { avx512::<W, EB>(data, f, em, rest) },
-        KernelLevel::Avx2 => return unsafe { avx2::<W, EB>(data, f, em, rest) },
-        KernelLevel::Scalar => {}
-    }
-    body::<W, EB>(data, f, em, rest)
+    at_level!(body [const W: usize, const EB: u32] [W, EB]
+        (data: &[u8], f: Fields, em: &mut [u16], rest: &mut [u64]) -> usize)
 }
 
 /// Joins each `E << 4 | M` (none `ZERO_EM`) with its residual into `out`, W bytes per value,
@@ -1067,32 +1066,8 @@ fn join_all<const W: usize, const EB: u32, const S: bool, R: ibp::Word>(
             unsafe { o.as_mut_ptr().cast::<[u8; W]>().write(value) };
         }
     }
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
-    unsafe fn avx512<const W: usize, const EB: u32, const S: bool, R: ibp::Word>(
-        em: &[u16],
-        res: &[R],
-        out: &mut [MaybeUninit<u8>],
-    ) {
-        body::<W, EB, S, R>(em, res, out)
-    }
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn avx2<const W: usize, const EB: u32, const S: bool, R: ibp::Word>(
-        em: &[u16],
-        res: &[R],
-        out: &mut [MaybeUninit<u8>],
-    ) {
-        body::<W, EB, S, R>(em, res, out)
-    }
-    // SAFETY: the kernel level is never above what the CPU supports.
-    #[cfg(target_arch = "x86_64")]
-    match level() {
-        KernelLevel::Avx512 => return unsafe { avx512::<W, EB, S, R>(em, res, out) },
-        KernelLevel::Avx2 => return unsafe { avx2::<W, EB, S, R>(em, res, out) },
-        KernelLevel::Scalar => {}
-    }
-    body::<W, EB, S, R>(em, res, out)
+    at_level!(body [const W: usize, const EB: u32, const S: bool, R: ibp::Word] [W, EB, S, R]
+        (em: &[u16], res: &[R], out: &mut [MaybeUninit<u8>]) -> ())
 }
 
 #[inline(always)]
