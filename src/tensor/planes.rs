@@ -244,7 +244,8 @@ pub(super) struct Span {
 }
 
 /// Large buffers of a `Model` kept for the thread's next block (the histograms are left all
-/// zero by every batch; the decode tables are rewritten whole by `Model::new`).
+/// zero by every batch; an exponent table is only read where its context's last refit wrote
+/// it, and `Model::new` resets the mantissa-top rows that `m_dirty` names).
 #[derive(Default)]
 struct Spare {
     partial: Vec<u16>,
@@ -273,6 +274,31 @@ fn keep<T>(spare: &mut Vec<T>, buf: Vec<T>) {
     if !buf.is_empty() {
         *spare = buf;
     }
+}
+
+/// Calls the fn `$body` (generics declared `[$decl]`, passed `[$pass]`; both may be empty)
+/// compiled for the process's kernel level: with AVX-512 or AVX2 enabled, or for the baseline.
+macro_rules! at_level {
+    ($body:ident [$($decl:tt)*] [$($pass:tt)*] ($($arg:ident: $ty:ty),*) -> $ret:ty) => {{
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
+        unsafe fn avx512<$($decl)*>($($arg: $ty),*) -> $ret {
+            $body::<$($pass)*>($($arg),*)
+        }
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2")]
+        unsafe fn avx2<$($decl)*>($($arg: $ty),*) -> $ret {
+            $body::<$($pass)*>($($arg),*)
+        }
+        // SAFETY: the kernel level is never above what the CPU supports.
+        #[cfg(target_arch = "x86_64")]
+        match level() {
+            KernelLevel::Avx512 => return unsafe { avx512::<$($pass)*>($($arg),*) },
+            KernelLevel::Avx2 => return unsafe { avx2::<$($pass)*>($($arg),*) },
+            KernelLevel::Scalar => {}
+        }
+        $body::<$($pass)*>($($arg),*)
+    }};
 }
 
 /// Counts and tables of one block, refitted between batches identically on both sides.
@@ -335,10 +361,14 @@ impl Model {
         let (partial, e_dec, m_dec, m_stale) = SPARE.with(|spare| {
             let spare = &mut *spare.borrow_mut();
             let m_len = (tables * 256) << M_BITS;
-            // Rows of a reused `m_dec` that differ from the uniform table.
-            let m_stale = match spare.m_dirty.take() {
-                Some((k, dirty)) if k == m_syms && spare.m_dec.len() == m_len => dirty,
-                _ => 0..256,
+            // Rows of a reused `m_dec` that differ from the uniform table (an encoder, which
+            // keeps no decode tables, leaves the record to the next decoder).
+            let m_stale = match decoding {
+                false => 0..0,
+                true => match spare.m_dirty.take() {
+                    Some((k, dirty)) if k == m_syms && spare.m_dec.len() == m_len => dirty,
+                    _ => 0..256,
+                },
             };
             (
                 reuse(&mut spare.partial, (2 * ctxs) << 13),
@@ -513,26 +543,12 @@ impl Model {
     /// `ctx`: two partial histograms per context, taking turns, so that a repeated symbol
     /// does not wait on its last count, merged by `end_batch` over the range the batch used.
     fn count_batch(&mut self, em: &[u16], ctx: &[u8], lanes: usize) -> Span {
-        // SAFETY: the kernel level is never above what the CPU supports.
-        #[cfg(target_arch = "x86_64")]
-        match level() {
-            KernelLevel::Avx512 => return unsafe { self.count_batch_avx512(em, ctx, lanes) },
-            KernelLevel::Avx2 => return unsafe { self.count_batch_avx2(em, ctx, lanes) },
-            KernelLevel::Scalar => {}
+        #[inline(always)]
+        fn body(model: &mut Model, em: &[u16], ctx: &[u8], lanes: usize) -> Span {
+            model.count_batch_body(em, ctx, lanes)
         }
-        self.count_batch_body(em, ctx, lanes)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
-    unsafe fn count_batch_avx512(&mut self, em: &[u16], ctx: &[u8], lanes: usize) -> Span {
-        self.count_batch_body(em, ctx, lanes)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn count_batch_avx2(&mut self, em: &[u16], ctx: &[u8], lanes: usize) -> Span {
-        self.count_batch_body(em, ctx, lanes)
+        let model = self;
+        at_level!(body [] [] (model: &mut Model, em: &[u16], ctx: &[u8], lanes: usize) -> Span)
     }
 
     #[inline(always)]
@@ -567,26 +583,12 @@ impl Model {
     /// Ends a batch: merges its counts, refits the mantissa-top tables of the exponents it
     /// counted and the exponent tables due.
     fn end_batch(&mut self, span: Span) {
-        // SAFETY: the kernel level is never above what the CPU supports.
-        #[cfg(target_arch = "x86_64")]
-        match level() {
-            KernelLevel::Avx512 => return unsafe { self.end_batch_avx512(span) },
-            KernelLevel::Avx2 => return unsafe { self.end_batch_avx2(span) },
-            KernelLevel::Scalar => {}
+        #[inline(always)]
+        fn body(model: &mut Model, span: Span) {
+            model.end_batch_body(span)
         }
-        self.end_batch_body(span)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
-    unsafe fn end_batch_avx512(&mut self, span: Span) {
-        self.end_batch_body(span)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn end_batch_avx2(&mut self, span: Span) {
-        self.end_batch_body(span)
+        let model = self;
+        at_level!(body [] [] (model: &mut Model, span: Span) -> ())
     }
 
     #[inline(always)]
@@ -980,31 +982,6 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
     // SAFETY: the batches cover values 0..n and every value's W bytes were written.
     unsafe { out.set_len(start + n * W) };
     Ok(())
-}
-
-/// Calls the generic fn `$body` (generics declared `[$decl]`, passed `[$pass]`) compiled for
-/// the process's kernel level: with AVX-512 or AVX2 enabled, or for the baseline.
-macro_rules! at_level {
-    ($body:ident [$($decl:tt)*] [$($pass:tt)*] ($($arg:ident: $ty:ty),*) -> $ret:ty) => {{
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
-        unsafe fn avx512<$($decl)*>($($arg: $ty),*) -> $ret {
-            $body::<$($pass)*>($($arg),*)
-        }
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx2")]
-        unsafe fn avx2<$($decl)*>($($arg: $ty),*) -> $ret {
-            $body::<$($pass)*>($($arg),*)
-        }
-        // SAFETY: the kernel level is never above what the CPU supports.
-        #[cfg(target_arch = "x86_64")]
-        match level() {
-            KernelLevel::Avx512 => return unsafe { avx512::<$($pass)*>($($arg),*) },
-            KernelLevel::Avx2 => return unsafe { avx2::<$($pass)*>($($arg),*) },
-            KernelLevel::Scalar => {}
-        }
-        $body::<$($pass)*>($($arg),*)
-    }};
 }
 
 /// Splits each W-byte value of `data` into `em` (`E << 4 | M`) and `rest` (the residual);
