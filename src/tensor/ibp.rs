@@ -27,13 +27,6 @@ pub trait Word: Copy + Default {
     fn from_u64(v: u64) -> Self;
     /// The word as `u64`.
     fn to_u64(self) -> u64;
-    /// Unpacks plain `bits`-wide words a vector at a time with AVX-512 VBMI while whole
-    /// vectors' bytes remain; returns how many it wrote (0 if `bits` is too wide for it).
-    ///
-    /// # Safety
-    /// The CPU must support AVX-512 F, BW and VBMI.
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn unpack_vbmi(rest: &[u8], bits: u32, out: &mut [Self]) -> usize;
 }
 
 impl Word for u64 {
@@ -46,13 +39,6 @@ impl Word for u64 {
     fn to_u64(self) -> u64 {
         self
     }
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn unpack_vbmi(rest: &[u8], bits: u32, out: &mut [Self]) -> usize {
-        match bits <= 57 {
-            true => unpack_plain_vbmi(rest, bits, out),
-            false => 0,
-        }
-    }
 }
 
 impl Word for u32 {
@@ -64,13 +50,6 @@ impl Word for u32 {
     #[inline(always)]
     fn to_u64(self) -> u64 {
         self as u64
-    }
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn unpack_vbmi(rest: &[u8], bits: u32, out: &mut [Self]) -> usize {
-        match bits <= 25 {
-            true => unpack_plain_vbmi32(rest, bits, out),
-            false => 0,
-        }
     }
 }
 
@@ -609,7 +588,7 @@ fn damaged() -> Error {
     Error::Corrupt("invariant-bit section is damaged".into())
 }
 
-/// Plain packed words (the length was checked): eight words per vector step where the CPU
+/// Plain packed words (the length was checked): a vector of words per step where the CPU
 /// allows, 8-byte loads at each word's bit position while they fit, a bit reader for the rest.
 fn unpack_plain<T: Word>(rest: &[u8], bits: u32, out: &mut [T], fast: bool) {
     let mask = width_mask(bits);
@@ -617,7 +596,7 @@ fn unpack_plain<T: Word>(rest: &[u8], bits: u32, out: &mut [T], fast: bool) {
     #[cfg(target_arch = "x86_64")]
     if fast && level() == KernelLevel::Avx512 && std::arch::is_x86_feature_detected!("avx512vbmi") {
         // SAFETY: AVX-512 F/BW/VBMI support was checked just above and by the kernel level.
-        i = unsafe { T::unpack_vbmi(rest, bits, out) };
+        i = unsafe { unpack_plain_vbmi(rest, bits, out) };
     }
     let _ = fast;
     if bits <= 56 {
@@ -643,66 +622,45 @@ fn unpack_plain<T: Word>(rest: &[u8], bits: u32, out: &mut [T], fast: bool) {
     }
 }
 
-/// Unpacks words eight at a time (8 words of `bits` <= 57 span whole bytes, at most 64 of
-/// them): one 64-byte load, a byte permutation putting each word's 8 bytes in its lane, a
-/// shift per lane. Returns how many words it wrote (a multiple of 8, while 64 bytes remain).
+/// Unpacks words a vector at a time into `T` lanes of `w` bytes (64 / w words a step: 8 of
+/// at most 57 bits into `u64`, 16 of at most 25 bits into `u32`; they span whole bytes): one
+/// 64-byte load, a byte permutation putting each word's first `w` bytes in its lane, a shift
+/// per lane. Returns how many words it wrote (a multiple of 64 / w, while 64 bytes remain; 0
+/// if `bits` is wider than that).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-unsafe fn unpack_plain_vbmi(rest: &[u8], bits: u32, out: &mut [u64]) -> usize {
+unsafe fn unpack_plain_vbmi<T: Word>(rest: &[u8], bits: u32, out: &mut [T]) -> usize {
     use std::arch::x86_64::*;
-    let b = bits as usize;
-    let mut index = [0u8; 64];
-    let mut shift = [0u64; 8];
-    for j in 0..8 {
-        for t in 0..8 {
-            index[8 * j + t] = (j * b / 8 + t) as u8;
+    let (b, w) = (bits as usize, std::mem::size_of::<T>());
+    if !matches!(w, 4 | 8) || b + 7 > 8 * w {
+        return 0;
+    }
+    let lanes = 64 / w;
+    // Per lane, little-endian: the source bytes, the shift, the width mask.
+    let (mut index, mut shift, mut mask) = ([0u8; 64], [0u8; 64], [0u8; 64]);
+    for j in 0..lanes {
+        for t in 0..w {
+            index[w * j + t] = (j * b / 8 + t) as u8;
         }
-        shift[j] = (j * b % 8) as u64;
+        shift[w * j] = (j * b % 8) as u8;
+        mask[w * j..w * (j + 1)].copy_from_slice(&width_mask(bits).to_le_bytes()[..w]);
     }
     let index = _mm512_loadu_si512(index.as_ptr().cast());
     let shift = _mm512_loadu_si512(shift.as_ptr().cast());
-    let mask = _mm512_set1_epi64(width_mask(bits) as i64);
+    let mask = _mm512_loadu_si512(mask.as_ptr().cast());
     let mut i = 0;
-    while i + 8 <= out.len() && i * b / 8 + 64 <= rest.len() {
+    while i + lanes <= out.len() && i * b / 8 + 64 <= rest.len() {
         let v = _mm512_loadu_si512(rest.as_ptr().add(i * b / 8).cast());
-        let words = _mm512_srlv_epi64(_mm512_permutexvar_epi8(index, v), shift);
+        let moved = _mm512_permutexvar_epi8(index, v);
+        let words = match w {
+            8 => _mm512_srlv_epi64(moved, shift),
+            _ => _mm512_srlv_epi32(moved, shift),
+        };
         _mm512_storeu_si512(
             out.as_mut_ptr().add(i).cast(),
             _mm512_and_si512(words, mask),
         );
-        i += 8;
-    }
-    i
-}
-
-/// `unpack_plain_vbmi` for words of at most 25 bits into `u32`: 16 words span at most 50
-/// whole bytes, each word's 4 bytes (from its first) hold it. Returns how many words it wrote
-/// (a multiple of 16, while 64 bytes remain).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-unsafe fn unpack_plain_vbmi32(rest: &[u8], bits: u32, out: &mut [u32]) -> usize {
-    use std::arch::x86_64::*;
-    let b = bits as usize;
-    let mut index = [0u8; 64];
-    let mut shift = [0u32; 16];
-    for j in 0..16 {
-        for t in 0..4 {
-            index[4 * j + t] = (j * b / 8 + t) as u8;
-        }
-        shift[j] = (j * b % 8) as u32;
-    }
-    let index = _mm512_loadu_si512(index.as_ptr().cast());
-    let shift = _mm512_loadu_si512(shift.as_ptr().cast());
-    let mask = _mm512_set1_epi32(width_mask(bits) as i32);
-    let mut i = 0;
-    while i + 16 <= out.len() && i * b / 8 + 64 <= rest.len() {
-        let v = _mm512_loadu_si512(rest.as_ptr().add(i * b / 8).cast());
-        let words = _mm512_srlv_epi32(_mm512_permutexvar_epi8(index, v), shift);
-        _mm512_storeu_si512(
-            out.as_mut_ptr().add(i).cast(),
-            _mm512_and_si512(words, mask),
-        );
-        i += 16;
+        i += lanes;
     }
     i
 }
