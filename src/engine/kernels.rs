@@ -15,10 +15,10 @@ macro_rules! multiversion {
             #[inline(always)]
             fn body($($arg: $ty),*) $(-> $ret)? $body
             #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx2")]
+            #[target_feature(enable = "avx2,popcnt,bmi1,bmi2,lzcnt")]
             unsafe fn avx2($($arg: $ty),*) $(-> $ret)? { body($($arg),*) }
             #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
+            #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt,bmi1,bmi2,lzcnt")]
             unsafe fn avx512($($arg: $ty),*) $(-> $ret)? { body($($arg),*) }
             match level() {
                 // SAFETY: engine::set_level never records a level the CPU lacks.

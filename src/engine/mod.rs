@@ -41,9 +41,9 @@ pub fn set_level(wanted: KernelLevel) -> KernelLevel {
 pub enum KernelLevel {
     /// Portable scalar code, the reference every other level must match bit for bit.
     Scalar,
-    /// x86-64 AVX2 (+FMA available but never contracted).
+    /// x86-64 AVX2 with POPCNT, BMI1/2 and LZCNT (+FMA available but never contracted).
     Avx2,
-    /// x86-64 AVX-512 (F, BW, DQ, VL).
+    /// x86-64 AVX-512 (F, BW, DQ, VL) and the above.
     Avx512,
 }
 
@@ -52,14 +52,21 @@ impl KernelLevel {
     pub fn detect() -> Self {
         #[cfg(target_arch = "x86_64")]
         {
-            if std::arch::is_x86_feature_detected!("avx512f")
+            // The bit-manipulation extensions come with every AVX2 CPU; kernels use them
+            // (a popcount on a rANS renormalisation's critical path).
+            let bits = std::arch::is_x86_feature_detected!("popcnt")
+                && std::arch::is_x86_feature_detected!("bmi1")
+                && std::arch::is_x86_feature_detected!("bmi2")
+                && std::arch::is_x86_feature_detected!("lzcnt");
+            if bits
+                && std::arch::is_x86_feature_detected!("avx512f")
                 && std::arch::is_x86_feature_detected!("avx512bw")
                 && std::arch::is_x86_feature_detected!("avx512dq")
                 && std::arch::is_x86_feature_detected!("avx512vl")
             {
                 return KernelLevel::Avx512;
             }
-            if std::arch::is_x86_feature_detected!("avx2") {
+            if bits && std::arch::is_x86_feature_detected!("avx2") {
                 return KernelLevel::Avx2;
             }
         }

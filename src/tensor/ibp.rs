@@ -211,14 +211,14 @@ fn unpack_portable<T: Word>(
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "bmi2")]
+#[target_feature(enable = "bmi2,popcnt")]
 unsafe fn pack_bmi2(words: &[u64], bits: u32, mask: u64, value: u64, out: &mut Vec<u8>) {
     use std::arch::x86_64::_pext_u64;
     pack_body!(words, bits, mask, value, out, |x, m| _pext_u64(x, m))
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "bmi2")]
+#[target_feature(enable = "bmi2,popcnt")]
 unsafe fn unpack_bmi2<T: Word>(
     r: &mut BitReader,
     part: &[u8],
@@ -576,7 +576,7 @@ impl Unpacker<'_> {
 
 /// `base | pdep(word, keep)` for every word.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "bmi2")]
+#[target_feature(enable = "bmi2,popcnt")]
 unsafe fn deposit_bmi2<T: Word>(out: &mut [T], keep: u64, base: u64) {
     use std::arch::x86_64::_pdep_u64;
     for o in out.iter_mut() {
@@ -628,7 +628,7 @@ fn unpack_plain<T: Word>(rest: &[u8], bits: u32, out: &mut [T], fast: bool) {
 /// per lane. Returns how many words it wrote (a multiple of 64 / w, while 64 bytes remain; 0
 /// if `bits` is wider than that).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,popcnt,bmi1,bmi2,lzcnt")]
 unsafe fn unpack_plain_vbmi<T: Word>(rest: &[u8], bits: u32, out: &mut [T]) -> usize {
     use std::arch::x86_64::*;
     let (b, w) = (bits as usize, std::mem::size_of::<T>());

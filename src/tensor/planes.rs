@@ -281,12 +281,12 @@ fn keep<T>(spare: &mut Vec<T>, buf: Vec<T>) {
 macro_rules! at_level {
     ($body:ident [$($decl:tt)*] [$($pass:tt)*] ($($arg:ident: $ty:ty),*) -> $ret:ty) => {{
         #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
+        #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt,bmi1,bmi2,lzcnt")]
         unsafe fn avx512<$($decl)*>($($arg: $ty),*) -> $ret {
             $body::<$($pass)*>($($arg),*)
         }
         #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx2")]
+        #[target_feature(enable = "avx2,popcnt,bmi1,bmi2,lzcnt")]
         unsafe fn avx2<$($decl)*>($($arg: $ty),*) -> $ret {
             $body::<$($pass)*>($($arg),*)
         }

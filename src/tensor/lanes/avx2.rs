@@ -37,7 +37,7 @@ const EXPAND: [[u32; 8]; 256] = lane_permutations(true);
 const COMPRESS: [[u32; 8]; 256] = lane_permutations(false);
 
 /// `groups_avx512` with AVX2: groups of `8 R` lanes in `R` registers of 8 lanes.
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,popcnt,bmi1,bmi2,lzcnt")]
 pub(super) unsafe fn groups<const R: usize>(
     x: &mut States,
     w: &mut Words,
@@ -176,7 +176,7 @@ pub(super) unsafe fn groups<const R: usize>(
 
 /// Exact 32-bit quotients `y / f` (f >= 1) through f64, as `super::encode_group_scalar` needs.
 #[inline]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,popcnt,bmi1,bmi2,lzcnt")]
 unsafe fn quotient(y: __m256i, f: __m256i) -> __m256i {
     // u32 -> f64 exactly: the value in the low mantissa bits of 2^52, minus 2^52.
     let magic = _mm256_set1_epi64x(0x4330_0000_0000_0000);
@@ -208,7 +208,7 @@ unsafe fn quotient(y: __m256i, f: __m256i) -> __m256i {
 }
 
 /// `super::encode_group_scalar` for a whole group of `8 R` lanes in `R` registers of 8.
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,popcnt,bmi1,bmi2,lzcnt")]
 pub(super) unsafe fn encode_group<const R: usize>(
     x: &mut States,
     s: &Symbols,

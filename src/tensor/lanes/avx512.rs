@@ -12,7 +12,7 @@ use std::arch::x86_64::*;
 /// dependency chains overlap) while the stream has room for a group's worst case (3 words
 /// per lane) past the current position; returns the number of values decoded. Each group's
 /// exponent context comes from `ctx` and is recorded in `groups`.
-#[target_feature(enable = "avx512f")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt,bmi1,bmi2,lzcnt")]
 pub(super) unsafe fn groups<const R: usize>(
     x: &mut States,
     w: &mut Words,
@@ -154,7 +154,7 @@ pub(super) unsafe fn groups<const R: usize>(
 
 /// `encode_group_scalar` for a whole group of `16 R` lanes held in `R` registers; the
 /// quotients come from f64 division, exact for 32-bit states and frequencies up to 2^12.
-#[target_feature(enable = "avx512f")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt,bmi1,bmi2,lzcnt")]
 pub(super) unsafe fn encode_group<const R: usize>(
     x: &mut States,
     s: &Symbols,
