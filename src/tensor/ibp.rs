@@ -356,6 +356,8 @@ impl Packer {
         match choose(chunk, bits) {
             None => {
                 out.push(0);
+                let done = pack_plain_fast(chunk, bits, out, bmi2);
+                // From a byte boundary on (whole vectors of words end on one).
                 let mut w = BitWriter {
                     out: &mut *out,
                     acc: 0,
@@ -363,7 +365,7 @@ impl Packer {
                 };
                 // As many words per write as fit in 64 bits.
                 let per = (64 / bits).max(1) as usize;
-                for part in chunk.chunks(per) {
+                for part in chunk[done..].chunks(per) {
                     let mut v = 0u64;
                     for (t, &x) in part.iter().enumerate() {
                         v |= x << (t as u32 * bits);
@@ -622,6 +624,80 @@ fn unpack_plain<T: Word>(rest: &[u8], bits: u32, out: &mut [T], fast: bool) {
     }
 }
 
+/// Packs the first words of `chunk` plainly a vector at a time where the CPU allows (and
+/// `fast`); returns how many it packed (whole vectors, which end on a byte boundary).
+fn pack_plain_fast(chunk: &[u64], bits: u32, out: &mut Vec<u8>, fast: bool) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if fast && level() == KernelLevel::Avx512 && std::arch::is_x86_feature_detected!("avx512vbmi") {
+        // SAFETY: AVX-512 F/BW/VBMI support was checked just above and by the kernel level.
+        return unsafe { pack_plain_vbmi(chunk, bits, out) };
+    }
+    let _ = (chunk, bits, out, fast);
+    0
+}
+
+/// Packs words a vector at a time (the inverse of `unpack_plain_vbmi`): 16 of 7 to 25 bits
+/// from `u32` lanes, or 8 of 26 to 57 bits from `u64` lanes, each shifted to its bit offset
+/// within its first byte; a byte permutation then moves the bytes of the even lanes, and
+/// another those of the odd lanes, to their places (a byte holds bits of at most two words,
+/// which are neighbours). Returns how many words it packed (0 for other widths).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,popcnt,bmi1,bmi2,lzcnt")]
+unsafe fn pack_plain_vbmi(words: &[u64], bits: u32, out: &mut Vec<u8>) -> usize {
+    use std::arch::x86_64::*;
+    let b = bits as usize;
+    let w = if b + 7 <= 32 { 4 } else { 8 };
+    if b < 7 || b + 7 > 64 {
+        return 0;
+    }
+    let lanes = 64 / w;
+    let step = lanes * b / 8;
+    let steps = words.len() / lanes;
+    // Per lane its shift; per output byte the lane byte it takes, for each parity.
+    let (mut shift, mut even, mut odd) = ([0u8; 64], [0u8; 64], [0u8; 64]);
+    let (mut from_even, mut from_odd) = (0u64, 0u64);
+    for j in 0..lanes {
+        shift[w * j] = (j * b % 8) as u8;
+        let first = j * b / 8;
+        for p in first..=(j * b + b - 1) / 8 {
+            let src = (w * j + p - first) as u8;
+            match j % 2 {
+                0 => (even[p], from_even) = (src, from_even | 1 << p),
+                _ => (odd[p], from_odd) = (src, from_odd | 1 << p),
+            }
+        }
+    }
+    let shift = _mm512_loadu_si512(shift.as_ptr().cast());
+    let even = _mm512_loadu_si512(even.as_ptr().cast());
+    let odd = _mm512_loadu_si512(odd.as_ptr().cast());
+    let mask = _mm512_set1_epi64(width_mask(bits) as i64);
+    // Each step stores 64 bytes, of which the next step overwrites all but `step`.
+    out.reserve(steps * step + 64);
+    let dst = out.as_mut_ptr().add(out.len());
+    for s in 0..steps {
+        let src = words.as_ptr().add(s * lanes);
+        let lo = _mm512_and_si512(_mm512_loadu_si512(src.cast()), mask);
+        let placed = if w == 4 {
+            let hi = _mm512_and_si512(_mm512_loadu_si512(src.add(8).cast()), mask);
+            let x = _mm512_inserti64x4::<1>(
+                _mm512_castsi256_si512(_mm512_cvtepi64_epi32(lo)),
+                _mm512_cvtepi64_epi32(hi),
+            );
+            _mm512_sllv_epi32(x, shift)
+        } else {
+            _mm512_sllv_epi64(lo, shift)
+        };
+        let v = _mm512_or_si512(
+            _mm512_maskz_permutexvar_epi8(from_even, even, placed),
+            _mm512_maskz_permutexvar_epi8(from_odd, odd, placed),
+        );
+        _mm512_storeu_si512(dst.add(s * step).cast(), v);
+    }
+    // SAFETY: the first `steps * step` bytes after the old length were all written.
+    out.set_len(out.len() + steps * step);
+    steps * lanes
+}
+
 /// Unpacks words a vector at a time into `T` lanes of `w` bytes (64 / w words a step: 8 of
 /// at most 57 bits into `u64`, 16 of at most 25 bits into `u32`; they span whole bytes): one
 /// 64-byte load, a byte permutation putting each word's first `w` bytes in its lane, a shift
@@ -683,6 +759,30 @@ mod tests {
                 }
             })
             .collect()
+    }
+
+    #[test]
+    fn plain_groups_pack_alike_on_every_path() {
+        for bits in 1..=64 {
+            for n in [15, 16, 17, 100, GROUP - 1, GROUP] {
+                let mut x = bits as u64 * 1000 + n as u64;
+                let w: Vec<u64> = (0..n)
+                    .map(|_| xorshift(&mut x) & width_mask(bits))
+                    .collect();
+                let mut packed = Vec::new();
+                pack_with(&w, bits, &mut packed, false);
+                let mut fast = Vec::new();
+                pack_with(&w, bits, &mut fast, use_bmi2());
+                assert_eq!(packed, fast, "bits {bits}, {n} words");
+                // Random words have no invariant bits: the group is packed plainly (mode 0).
+                if bits >= 7 && n == GROUP {
+                    assert_eq!(packed[2], 0, "bits {bits}");
+                }
+                let mut back = vec![0u64; n];
+                unpack_with(&packed, bits, &mut back, use_bmi2()).unwrap();
+                assert_eq!(back, w);
+            }
+        }
     }
 
     #[test]
