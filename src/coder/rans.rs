@@ -119,20 +119,18 @@ impl Encoder {
             let y = if spill { *x >> 16 } else { *x };
             *x = ((y / freq) << bits) + (y % freq) + start;
         }
-        words.truncate(n);
-        write_stream(&mut words, &states[..self.ways], out);
+        write_stream(&words[..n], &states[..self.ways], out);
     }
 }
 
 /// Appends a stream as the decoder reads it: the encoder's final `states` (state 0 first, high
 /// word then low), then `words` (spilled in coding order, last to first symbol) reversed.
-/// `words` is left holding the stream's words (its buffer can be reused).
-pub(crate) fn write_stream(words: &mut Vec<u16>, states: &[u32], out: &mut Vec<u8>) {
-    for x in states.iter().rev() {
-        words.push(*x as u16);
-        words.push((*x >> 16) as u16);
+pub(crate) fn write_stream(words: &[u16], states: &[u32], out: &mut Vec<u8>) {
+    out.reserve(2 * (words.len() + 2 * states.len()));
+    for x in states {
+        out.extend_from_slice(&((x >> 16) as u16).to_le_bytes());
+        out.extend_from_slice(&(*x as u16).to_le_bytes());
     }
-    out.reserve(words.len() * 2);
     for w in words.iter().rev() {
         out.extend_from_slice(&w.to_le_bytes());
     }

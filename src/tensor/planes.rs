@@ -770,31 +770,34 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, o
     let lanes = lanes_for(n);
     let mut syms = lanes::Symbols::new(n, lanes);
     let mut em = vec![0u16; MAX_BATCH];
-    let mut rest = vec![0u64; MAX_BATCH];
     let mut group_ctx = [0u8; MAX_BATCH / 16];
-    // Residuals not yet packed (IBP groups hold GROUP residuals, whatever the batches).
-    let mut residual = Vec::with_capacity(ibp::GROUP + MAX_BATCH);
+    // Residuals not yet packed, `residual[..held]`: fewer than an IBP group (GROUP
+    // residuals, whatever the batches) between batches.
+    let mut residual = vec![0u64; ibp::GROUP + MAX_BATCH];
+    let mut held = 0;
     let mut packer = ibp::Packer::new(f.rbits(), n);
     let (mut i, mut k, mut residuals) = (0usize, 0u32, 0u32);
     while i < n {
         let end = (i + batch_len(k)).min(n);
         let em = &mut em[..end - i];
-        let rest = &mut rest[..end - i];
+        let rest = &mut residual[held..held + em.len()];
         let zeros = split_all::<W, EB>(&data[i * W..end * W], f, em, rest);
         // The residuals of the values other than +0.0, in order.
-        match zeros {
-            0 => residual.extend_from_slice(rest),
-            _ => residual.extend(
-                em.iter()
-                    .zip(&*rest)
-                    .filter(|p| *p.0 != ZERO_EM)
-                    .map(|p| *p.1),
-            ),
+        if zeros > 0 {
+            let mut kept = held;
+            for (j, &v) in em.iter().enumerate() {
+                if v != ZERO_EM {
+                    residual[kept] = residual[held + j];
+                    kept += 1;
+                }
+            }
         }
+        held += em.len() - zeros;
         residuals += (end - i - zeros) as u32;
-        if residual.len() >= ibp::GROUP {
+        if held >= ibp::GROUP {
             packer.group(&residual[..ibp::GROUP]);
-            residual.drain(..ibp::GROUP);
+            residual.copy_within(ibp::GROUP..held, 0);
+            held -= ibp::GROUP;
         }
         // Every symbol of the batch from the tables fitted before it, each group's exponent
         // from its context's.
@@ -832,8 +835,8 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, o
         k += 1;
     }
     model.recycle();
-    if !residual.is_empty() {
-        packer.group(&residual);
+    if held > 0 {
+        packer.group(&residual[..held]);
     }
     out.push(lanes as u8);
     out.push(u8::from(f.signed));

@@ -177,7 +177,8 @@ thread_local! {
 }
 
 impl Symbols {
-    /// Room for the symbols of `n` values in groups of `lanes` (zeroed, to be overwritten).
+    /// Room for the symbols of `n` values in groups of `lanes` (every entry to be overwritten:
+    /// a reused buffer keeps its old contents).
     pub(super) fn new(n: usize, lanes: usize) -> Self {
         let mut s = SPARE
             .with(|spare| spare.borrow_mut().take())
@@ -189,10 +190,8 @@ impl Symbols {
                 lanes,
                 words: Vec::new(),
             });
-        s.e.clear();
-        s.e.resize(n, 0);
-        s.m.clear();
-        s.m.resize(n, 0);
+        set_len(&mut s.e, n);
+        set_len(&mut s.m, n);
         s.escapes.clear();
         s.groups.clear();
         s.lanes = lanes;
@@ -202,6 +201,16 @@ impl Symbols {
     /// Keeps the buffers for this thread's next block.
     pub(super) fn recycle(self) {
         SPARE.with(|spare| *spare.borrow_mut() = Some(self));
+    }
+}
+
+/// Gives `v` length `n`, zeroing only entries it never held (a reused buffer is not cleared:
+/// its user writes every entry before reading it).
+fn set_len<T: Copy + Default>(v: &mut Vec<T>, n: usize) {
+    if v.len() >= n {
+        v.truncate(n);
+    } else {
+        v.resize(n, T::default());
     }
 }
 
@@ -249,10 +258,9 @@ impl Kernel {
         let mut x: States = [rans::LOW; WAYS];
         // At most one word per symbol, and room for a vector store past the last one.
         let mut words = std::mem::take(&mut syms.words);
-        words.clear();
-        words.resize(
+        set_len(
+            &mut words,
             syms.e.len() + syms.m.len() + syms.escapes.len() + 2 * WAYS,
-            0,
         );
         let s = &*syms;
         let mut n = 0;
@@ -297,8 +305,7 @@ impl Kernel {
             }
             encode_group_scalar(&mut x, s, (g0, len), escapes, &mut words, &mut n);
         }
-        words.truncate(n);
-        rans::write_stream(&mut words, &x[..s.lanes], out);
+        rans::write_stream(&words[..n], &x[..s.lanes], out);
         syms.words = words;
     }
 }
