@@ -438,7 +438,7 @@ impl Model {
     }
 
     /// `E` symbol (`start | freq << 16`, freq 0 = escape) of exponent `e` in context `c`.
-    #[inline(always)]
+    #[cfg(test)]
     fn e_sym(&self, c: usize, e: usize) -> u32 {
         self.e_enc[c][e.min(ZERO)]
     }
@@ -801,29 +801,35 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, o
         }
         // Every symbol of the batch from the tables fitted before it, each group's exponent
         // from its context's.
-        let m_enc = model.m_enc.as_flattened();
+        let m_enc: &[u32; 4096] = model
+            .m_enc
+            .as_flattened()
+            .try_into()
+            .expect("256 rows of 16");
         for (gi, g) in (i..end).step_by(lanes).enumerate() {
             let ge = (g + lanes).min(end);
             let c = ctx.next as usize;
             group_ctx[gi] = c as u8;
-            let escape = model.escape(c);
+            let row = &model.e_enc[c];
             let group = &em[g - i..ge - i];
-            let slots = syms.e[g..ge].iter_mut().zip(&mut syms.m[g..ge]);
-            for (j, (&v, (e_sym, m_sym))) in group.iter().zip(slots).enumerate() {
-                let e = (v >> 4) as usize;
-                let ee = model.e_sym(c, e);
-                *e_sym = if ee >> 16 != 0 {
-                    ee
-                } else {
-                    syms.escapes.push(((g + j) as u32, e as u16));
-                    escape
-                };
+            let (e_syms, m_syms) = (&mut syms.e[g..ge], &mut syms.m[g..ge]);
+            let mut escaped = false;
+            for ((&v, e_sym), m_sym) in group.iter().zip(&mut *e_syms).zip(m_syms) {
+                let ee = row[(v as usize >> 4).min(ZERO)];
+                escaped |= ee >> 16 == 0;
+                *e_sym = ee;
                 // No mantissa top for +0.0 (a zero symbol is skipped).
-                *m_sym = if v == ZERO_EM {
-                    0
-                } else {
-                    m_enc[v as usize & 0xfff]
-                };
+                *m_sym = m_enc[v as usize & 0xfff] & 0u32.wrapping_sub(u32::from(v != ZERO_EM));
+            }
+            // Exponents not in the context's table yet take the escape and their raw bits.
+            if escaped {
+                let escape = model.escape(c);
+                for (j, (&v, e_sym)) in group.iter().zip(e_syms).enumerate() {
+                    if *e_sym >> 16 == 0 {
+                        syms.escapes.push(((g + j) as u32, v >> 4));
+                        *e_sym = escape;
+                    }
+                }
             }
             ctx.follow_group(group);
             syms.groups.push((g as u32, (ge - g) as u32));
