@@ -131,8 +131,10 @@ pub(crate) fn write_stream(words: &[u16], states: &[u32], out: &mut Vec<u8>) {
         out.extend_from_slice(&((x >> 16) as u16).to_le_bytes());
         out.extend_from_slice(&(*x as u16).to_le_bytes());
     }
-    for w in words.iter().rev() {
-        out.extend_from_slice(&w.to_le_bytes());
+    let at = out.len();
+    out.resize(at + 2 * words.len(), 0);
+    for (o, w) in out[at..].chunks_exact_mut(2).zip(words.iter().rev()) {
+        o.copy_from_slice(&w.to_le_bytes());
     }
 }
 

@@ -813,14 +813,7 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, o
             let row = &model.e_enc[c];
             let group = &em[g - i..ge - i];
             let (e_syms, m_syms) = (&mut syms.e[g..ge], &mut syms.m[g..ge]);
-            let mut escaped = false;
-            for ((&v, e_sym), m_sym) in group.iter().zip(&mut *e_syms).zip(m_syms) {
-                let ee = row[(v as usize >> 4).min(ZERO)];
-                escaped |= ee >> 16 == 0;
-                *e_sym = ee;
-                // No mantissa top for +0.0 (a zero symbol is skipped).
-                *m_sym = m_enc[v as usize & 0xfff] & 0u32.wrapping_sub(u32::from(v != ZERO_EM));
-            }
+            let escaped = look_up(row, m_enc, group, e_syms, m_syms);
             // Exponents not in the context's table yet take the escape and their raw bits.
             if escaped {
                 let escape = model.escape(c);
@@ -1025,6 +1018,38 @@ fn split_all<const W: usize, const EB: u32>(
     }
     at_level!(body [const W: usize, const EB: u32] [W, EB]
         (data: &[u8], f: Fields, em: &mut [u16], rest: &mut [u64]) -> usize)
+}
+
+/// Writes the symbols of a group's values given as `E << 4 | M`: `E` from its context's
+/// `row` (an exponent not in it yet gets freq 0), `M` from `m_enc` (0 for +0.0); returns
+/// whether any exponent was not in the row (with the widest vectors allowed).
+fn look_up(
+    row: &[u32; E_SYMS],
+    m_enc: &[u32; 4096],
+    em: &[u16],
+    e_syms: &mut [u32],
+    m_syms: &mut [u32],
+) -> bool {
+    #[inline(always)]
+    fn body(
+        row: &[u32; E_SYMS],
+        m_enc: &[u32; 4096],
+        em: &[u16],
+        e_syms: &mut [u32],
+        m_syms: &mut [u32],
+    ) -> bool {
+        let mut escaped = false;
+        for ((&v, e_sym), m_sym) in em.iter().zip(e_syms).zip(m_syms) {
+            let ee = row[(v as usize >> 4).min(ZERO)];
+            escaped |= ee >> 16 == 0;
+            *e_sym = ee;
+            // No mantissa top for +0.0 (a zero symbol is skipped).
+            *m_sym = m_enc[v as usize & 0xfff] & 0u32.wrapping_sub(u32::from(v != ZERO_EM));
+        }
+        escaped
+    }
+    at_level!(body [] [] (row: &[u32; E_SYMS], m_enc: &[u32; 4096], em: &[u16],
+        e_syms: &mut [u32], m_syms: &mut [u32]) -> bool)
 }
 
 /// Joins each `E << 4 | M` (none `ZERO_EM`) with its residual into `out`, W bytes per value,
