@@ -27,6 +27,8 @@ pub trait Word: Copy + Default {
     fn from_u64(v: u64) -> Self;
     /// The word as `u64`.
     fn to_u64(self) -> u64;
+    /// The low 32 bits of the word.
+    fn low32(self) -> u32;
 }
 
 impl Word for u64 {
@@ -39,6 +41,10 @@ impl Word for u64 {
     fn to_u64(self) -> u64 {
         self
     }
+    #[inline(always)]
+    fn low32(self) -> u32 {
+        self as u32
+    }
 }
 
 impl Word for u32 {
@@ -50,6 +56,10 @@ impl Word for u32 {
     #[inline(always)]
     fn to_u64(self) -> u64 {
         self as u64
+    }
+    #[inline(always)]
+    fn low32(self) -> u32 {
+        self
     }
 }
 

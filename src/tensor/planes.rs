@@ -104,6 +104,19 @@ impl Fields {
         }
     }
 
+    /// `join` for values of at most 32 bits.
+    #[inline(always)]
+    fn join32(self, em: u16, r: u32) -> u32 {
+        let low = self.low();
+        let top = ((em >> 4) as u32 & 0xff) << 3 | (em & 7) as u32;
+        let sign = if self.signed {
+            (em >> 3) as u32 & 1
+        } else {
+            r >> low
+        };
+        sign << (self.bits - 1) | top << low | (r & ((1u32 << low) - 1))
+    }
+
     /// Joins `E << 4 | M` (not `ZERO_EM`) and the residual back into a value.
     #[inline(always)]
     fn join(self, em: u16, r: u64) -> u64 {
@@ -1071,7 +1084,11 @@ fn join_all<const W: usize, const EB: u32, const S: bool, R: ibp::Word>(
             signed: S,
         };
         for ((o, &v), &r) in out.chunks_exact_mut(W).zip(em).zip(res) {
-            let bytes = f.join(v, r.to_u64()).to_le_bytes();
+            // Values of at most 4 bytes in 32-bit lanes (twice as many to a vector).
+            let bytes = match W <= 4 {
+                true => u64::from(f.join32(v, r.low32())).to_le_bytes(),
+                false => f.join(v, r.to_u64()).to_le_bytes(),
+            };
             let value: [u8; W] = std::array::from_fn(|t| bytes[t]);
             // SAFETY: `o` is W bytes long, and `[u8; W]` has alignment 1.
             unsafe { o.as_mut_ptr().cast::<[u8; W]>().write(value) };
