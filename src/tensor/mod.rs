@@ -2,6 +2,7 @@
 //! dtype the user names) and codes them with byte planes, adaptive rANS and invariant bit packing.
 
 mod detect;
+mod fill;
 pub mod ibp;
 mod lanes;
 mod legacy;

@@ -14,7 +14,7 @@
 //! lanes (`u8`), plane layout (`u8`), context base (`u8`), residual count (`u32`), rANS stream
 //! length (`u32`) + stream, then the IBP section of the residuals.
 
-use super::{ibp, lanes, DType};
+use super::{fill, ibp, lanes, DType};
 use crate::coder::rans::{self, fit};
 #[cfg(target_arch = "x86_64")]
 use crate::engine::{level, KernelLevel};
@@ -539,11 +539,7 @@ impl Model {
             start += f;
         }
         if self.decoding {
-            let table = &mut self.m_dec[e << M_BITS..(e + 1) << M_BITS];
-            for (s, &f) in freqs[..k].iter().enumerate() {
-                let start = (self.m_enc[e][s] & 0xffff) as usize;
-                ramp::<13>(table, start..start + f as usize, s as u32 | f << 4);
-            }
+            fill::m_row(&mut self.m_dec[e << M_BITS..(e + 1) << M_BITS], &freqs[..k]);
         }
         self.m_fit[e] = self.m_total[e];
         self.m_dirty = match self.m_dirty.is_empty() {
@@ -722,38 +718,6 @@ fn with_prior<'a>(
     };
     for (w, &g) in weights.iter_mut().zip(block) {
         *w = (*w << 4) + ((g as u64 * scale) >> 32) as u32;
-    }
-}
-
-/// Fills a symbol's `slots` of a decode `table` (symbols in slot order): `entry | k << SHIFT`
-/// for its `k`th slot. Whole 16-entry stores: one that runs past the symbol's slots is
-/// overwritten by the next symbol's; near the table's end, a store that ends there if it
-/// stays within the symbol's slots, else one entry at a time.
-#[inline(always)]
-fn ramp<const SHIFT: u32>(table: &mut [u32], slots: Range<usize>, entry: u32) {
-    const CHUNK: usize = 16;
-    // `entry` has no bits at SHIFT and up, so `|` is `+`: a broadcast plus a constant ramp.
-    let value = |k: usize| entry + ((k as u32) << SHIFT);
-    let chunk = |k: usize| -> [u32; CHUNK] {
-        let base = value(k);
-        std::array::from_fn(|i| base + ((i as u32) << SHIFT))
-    };
-    let (start, end) = (slots.start, slots.end);
-    let mut at = start;
-    while at < end {
-        if at + CHUNK <= table.len() {
-            table[at..at + CHUNK].copy_from_slice(&chunk(at - start));
-            at += CHUNK;
-        } else if end == table.len() && end - CHUNK >= start {
-            let at = end - CHUNK;
-            table[at..end].copy_from_slice(&chunk(at - start));
-            return;
-        } else {
-            for (t, k) in table[at..end].iter_mut().zip(at - start..) {
-                *t = value(k);
-            }
-            return;
-        }
     }
 }
 
@@ -1433,32 +1397,6 @@ mod tests {
             for kernel in lanes::Kernel::supported() {
                 let back = decode_with(&packed, data.len(), kernel, true).unwrap();
                 assert!(back == *data, "{kernel:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn ramps_fill_exactly_their_slots() {
-        // Random partitions of a 256-slot table into 1 to 16 symbols, each run at least one
-        // slot (short and long ones, the last short or long): every slot must read
-        // `entry | k << 13` of its own symbol.
-        let mut x = 9u64;
-        for _ in 0..2000 {
-            let k = 1 + xorshift(&mut x) as usize % 16;
-            let mut cuts: Vec<usize> = (0..k - 1)
-                .map(|_| 1 + xorshift(&mut x) as usize % 255)
-                .collect();
-            cuts.extend([0, 256]);
-            cuts.sort_unstable();
-            cuts.dedup();
-            let mut table = vec![u32::MAX; 256];
-            for (s, w) in cuts.windows(2).enumerate() {
-                ramp::<13>(&mut table, w[0]..w[1], s as u32);
-            }
-            for (s, w) in cuts.windows(2).enumerate() {
-                for (k, &t) in table[w[0]..w[1]].iter().enumerate() {
-                    assert_eq!(t, s as u32 | (k as u32) << 13);
-                }
             }
         }
     }
