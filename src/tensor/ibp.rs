@@ -20,7 +20,16 @@ const THRESHOLDS: [usize; 7] = [14, 15, 16, 17, 18, 19, 20];
 
 /// A decoded word: `u64`, or `u32` for words of at most 32 bits (half the memory to write
 /// and read back).
-pub trait Word: Copy + Default {
+pub trait Word:
+    Copy
+    + Default
+    + From<u16>
+    + std::ops::Shl<u32, Output = Self>
+    + std::ops::Shr<u32, Output = Self>
+    + std::ops::BitOr<Output = Self>
+    + std::ops::BitAnd<Output = Self>
+    + std::ops::Sub<Output = Self>
+{
     /// Widest words this type holds.
     const BITS: u32;
     /// `v`, which fits.
@@ -239,6 +248,13 @@ unsafe fn unpack_bmi2<T: Word>(
 ) {
     use std::arch::x86_64::_pdep_u64;
     unpack_body!(r, part, bits, m, v, out, |x, m| _pdep_u64(x, m))
+}
+
+/// Whether the AVX-512 VBMI plain (un)packing kernels run: on the fast path (`fast`) at the
+/// AVX-512 kernel level of a CPU with VBMI.
+#[cfg(target_arch = "x86_64")]
+fn use_vbmi(fast: bool) -> bool {
+    fast && level() == KernelLevel::Avx512 && std::arch::is_x86_feature_detected!("avx512vbmi")
 }
 
 /// Whether the BMI2 bit-manipulation path is used (never at the scalar kernel level).
@@ -606,8 +622,8 @@ fn unpack_plain<T: Word>(rest: &[u8], bits: u32, out: &mut [T], fast: bool) {
     let mask = width_mask(bits);
     let mut i = 0;
     #[cfg(target_arch = "x86_64")]
-    if fast && level() == KernelLevel::Avx512 && std::arch::is_x86_feature_detected!("avx512vbmi") {
-        // SAFETY: AVX-512 F/BW/VBMI support was checked just above and by the kernel level.
+    if use_vbmi(fast) {
+        // SAFETY: AVX-512 F/BW/VBMI support was checked by `use_vbmi`.
         i = unsafe { unpack_plain_vbmi(rest, bits, out) };
     }
     let _ = fast;
@@ -638,8 +654,8 @@ fn unpack_plain<T: Word>(rest: &[u8], bits: u32, out: &mut [T], fast: bool) {
 /// `fast`); returns how many it packed (whole vectors, which end on a byte boundary).
 fn pack_plain_fast(chunk: &[u64], bits: u32, out: &mut Vec<u8>, fast: bool) -> usize {
     #[cfg(target_arch = "x86_64")]
-    if fast && level() == KernelLevel::Avx512 && std::arch::is_x86_feature_detected!("avx512vbmi") {
-        // SAFETY: AVX-512 F/BW/VBMI support was checked just above and by the kernel level.
+    if use_vbmi(fast) {
+        // SAFETY: AVX-512 F/BW/VBMI support was checked by `use_vbmi`.
         return unsafe { pack_plain_vbmi(chunk, bits, out) };
     }
     let _ = (chunk, bits, out, fast);

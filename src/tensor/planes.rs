@@ -104,30 +104,19 @@ impl Fields {
         }
     }
 
-    /// `join` for values of at most 32 bits.
+    /// Joins `E << 4 | M` (not `ZERO_EM`) and the residual back into a value, in `u32` for
+    /// values of at most 32 bits (twice as many to a vector) or `u64`.
     #[inline(always)]
-    fn join32(self, em: u16, r: u32) -> u32 {
+    fn join<T: ibp::Word>(self, em: u16, r: T) -> T {
         let low = self.low();
-        let top = ((em >> 4) as u32 & 0xff) << 3 | (em & 7) as u32;
+        let top = T::from((em >> 4) & 0xff) << 3 | T::from(em & 7);
         let sign = if self.signed {
-            (em >> 3) as u32 & 1
+            T::from((em >> 3) & 1)
         } else {
             r >> low
         };
-        sign << (self.bits - 1) | top << low | (r & ((1u32 << low) - 1))
-    }
-
-    /// Joins `E << 4 | M` (not `ZERO_EM`) and the residual back into a value.
-    #[inline(always)]
-    fn join(self, em: u16, r: u64) -> u64 {
-        let low = self.low();
-        let top = ((em >> 4) as u64 & 0xff) << 3 | (em & 7) as u64;
-        let sign = if self.signed {
-            (em >> 3) as u64 & 1
-        } else {
-            r >> low
-        };
-        sign << (self.bits - 1) | top << low | (r & ((1u64 << low) - 1))
+        let one = T::from(1);
+        sign << (self.bits - 1) | top << low | (r & ((one << low) - one))
     }
 }
 
@@ -1050,7 +1039,7 @@ fn join_all<const W: usize, const EB: u32, const S: bool, R: ibp::Word>(
         for ((o, &v), &r) in out.chunks_exact_mut(W).zip(em).zip(res) {
             // Values of at most 4 bytes in 32-bit lanes (twice as many to a vector).
             let bytes = match W <= 4 {
-                true => u64::from(f.join32(v, r.low32())).to_le_bytes(),
+                true => u64::from(f.join(v, r.low32())).to_le_bytes(),
                 false => f.join(v, r.to_u64()).to_le_bytes(),
             };
             let value: [u8; W] = std::array::from_fn(|t| bytes[t]);
