@@ -21,7 +21,7 @@ fn main() {
             let part = &data[at..at + seg.len as usize];
             at += seg.len as usize;
             match seg.kind {
-                Kind::General => packed += part.len(),
+                Kind::General | Kind::Header => packed += part.len(),
                 Kind::Tensor(d) => {
                     // Best of SEP_REPS (default 3) runs of each, to see through a noisy machine.
                     let (mut te, mut td) = (f64::MAX, f64::MAX);

@@ -1,6 +1,7 @@
 //! Which codec a block gets. Each candidate's size is predicted from a cheap look at the block
 //! (a zstd pass and an order-0 entropy over a sample; the tensor codec itself, which is fast),
-//! and the slow neural model is only run where its predicted gain pays for its time.
+//! and the slow neural model is only run where its predicted gain pays for its time: never in
+//! a file with tensors, whose speed is the tensor path's.
 
 use crate::format::Codec;
 use crate::model::ModelConfig;
@@ -12,11 +13,14 @@ const SAMPLE: usize = 64 << 10;
 const PIECES: usize = 4;
 /// zstd level of the fast general codec.
 const ZSTD_LEVEL: i32 = 9;
+/// zstd level for the small general blocks of tensor files (headers, structured arrays, mixed
+/// small tensors): the strongest; it decodes as fast as any level.
+const ZSTD_STRONG: i32 = 19;
+/// Largest block coded at `ZSTD_STRONG` (it compresses at a few MB/s).
+const STRONG_MAX: usize = 1 << 20;
 /// The neural model runs only if its predicted size is smaller than the best fast codec's by
 /// at least this fraction of the block: it costs ~1000x their time.
 const NEURAL_MIN_GAIN: f64 = 0.01;
-/// Largest tensor block the neural model is tried on (it runs at ~60 KB/s per core).
-const NEURAL_TENSOR_MAX: usize = 1 << 20;
 /// Share of the redundancy left by zstd that the neural model is predicted to remove as well
 /// (measured on the shared corpora: sep's archives are 16% smaller than zstd -19's in total).
 const NEURAL_EXTRA: f64 = 0.15;
@@ -52,6 +56,14 @@ fn order0(data: &[u8]) -> f64 {
 /// zstd-compressed `data`, or `None` if zstd fails (it does not on valid input).
 fn zstd(data: &[u8]) -> Option<Vec<u8>> {
     zstd::bulk::compress(data, ZSTD_LEVEL).ok()
+}
+
+/// `zstd` at `ZSTD_STRONG` for blocks of at most `STRONG_MAX` bytes, else at `ZSTD_LEVEL`.
+fn zstd_strong(data: &[u8]) -> Option<Vec<u8>> {
+    match data.len() <= STRONG_MAX {
+        true => zstd::bulk::compress(data, ZSTD_STRONG).ok(),
+        false => zstd(data),
+    }
 }
 
 /// Sizes of a block under the cheap estimators, as fractions of its size, from one sample.
@@ -114,11 +126,13 @@ impl Best<'_> {
     }
 }
 
-/// Codes `data` (a block holding `kind`) with the codec predicted to be best; returns the
-/// codec and payload (empty for `Stored`: the payload is the data itself).
+/// Codes `data` (a block holding `kind`, from a file with tensors if `tensor_file`) with the
+/// codec predicted to be best; returns the codec and payload (empty for `Stored`: the payload
+/// is the data itself).
 pub fn code_block(
     data: &[u8],
     kind: Kind,
+    tensor_file: bool,
     backend: &dyn Backend,
     model: &ModelConfig,
     progress: ProgressFn,
@@ -132,15 +146,30 @@ pub fn code_block(
     match kind {
         Kind::Tensor(dtype) => {
             best.consider(Codec::Tensor, tensor::encode(data, dtype));
-            // zstd only where the sample says it could win (e.g. runs of repeated values).
+            // zstd only where the sample says it could win (structured arrays, runs of
+            // repeated values).
             if p.zstd * (data.len() as f64) < best.len() as f64 {
-                if let Some(z) = zstd(data) {
+                if let Some(z) = zstd_strong(data) {
                     best.consider(Codec::Zstd, z);
                 }
-                // Structured arrays (not weights): the neural model may do better still, but
-                // only on small tensors, so that weight files keep tensor-path speed.
-                if data.len() <= NEURAL_TENSOR_MAX && p.worth_neural() {
-                    best.consider(Codec::Model, backend.encode(data, model, &|_| {}));
+            }
+            progress(data.len() as u64);
+        }
+        Kind::Header => {
+            if let Some(h) = tensor::header::encode(data) {
+                best.consider(Codec::Header, h);
+            }
+            if let Some(z) = zstd_strong(data) {
+                best.consider(Codec::Zstd, z);
+            }
+            progress(data.len() as u64);
+        }
+        // The neural model (~60 KB/s per core) would set the speed of the whole file: a 1.8 KB
+        // header took 6x as long as the 7 MB of weights after it.
+        Kind::General if tensor_file => {
+            if p.zstd < 1.0 {
+                if let Some(z) = zstd_strong(data) {
+                    best.consider(Codec::Zstd, z);
                 }
             }
             progress(data.len() as u64);

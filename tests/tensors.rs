@@ -57,6 +57,8 @@ fn check_file(d: &std::path::Path, name: &str, extra: &[&str]) -> Vec<u8> {
     ok(&info);
     let info = String::from_utf8(info.stdout).unwrap();
     assert!(info.contains(" tensor "), "{name}: {info}");
+    // The neural model, ~60 KB/s, would set the whole file's speed.
+    assert!(!info.contains(" model "), "{name}: {info}");
     decodes_everywhere(
         d,
         &archive,
@@ -75,6 +77,13 @@ fn safetensors_files_round_trip_and_shrink() {
         fs::copy(&path, d.join(&name)).unwrap();
         let size = fs::metadata(d.join(&name)).unwrap().len() as usize;
         let archive = check_file(d, &name, &[]);
+        let info = sep(d, &["info", &format!("{name}.sep")]);
+        let info = String::from_utf8(info.stdout).unwrap();
+        let first = info.lines().find(|l| l.trim_start().starts_with("0 "));
+        assert!(
+            first.is_some_and(|l| l.contains(" header ")),
+            "{name}: {info}"
+        );
         // Every float file here compresses by more than 15% on the tensor path.
         assert!(
             archive.len() * 100 < size * 87,
@@ -158,6 +167,22 @@ fn damaged_tensor_archives_fail_cleanly() {
         assert!(!r.stderr.contains("panicked"), "byte {i}: {}", r.stderr);
         assert!(!d.join("bad").exists(), "partial output left for byte {i}");
     }
+    // A safetensors file: every byte up to the end of its header block.
+    let data_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    fs::copy(data_dir.join("v4-tensor.safetensors"), d.join("s")).unwrap();
+    ok(&sep(d, &["compress", "-q", "s"]));
+    let archive = fs::read(d.join("s.sep")).unwrap();
+    let info = String::from_utf8(sep(d, &["info", "s.sep"]).stdout).unwrap();
+    assert!(info.contains(" header "), "{info}");
+    for i in 0..300.min(archive.len()) {
+        let mut bad = archive.clone();
+        bad[i] ^= 0x04;
+        fs::write(d.join("bad.sep"), &bad).unwrap();
+        let r = sep(d, &["decompress", "-q", "-f", "bad.sep"]);
+        assert_eq!(r.code, 1, "byte {i}: {}", r.stderr);
+        assert!(!r.stderr.contains("panicked"), "byte {i}: {}", r.stderr);
+        assert!(!d.join("bad").exists(), "partial output left for byte {i}");
+    }
 }
 
 #[test]
@@ -208,6 +233,17 @@ fn version_2_tensor_archives_still_decode() {
     let data_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     let original = fs::read(data_dir.join("v2-tensor.bf16")).unwrap();
     let archive = data_dir.join("v2-tensor.bf16.sep");
+    let runs = [("1", "auto"), ("2", "scalar")];
+    decodes_everywhere(&data_dir, archive.to_str().unwrap(), &original, &runs);
+}
+
+#[test]
+fn version_4_tensor_archives_still_decode() {
+    // Written by the format-version-4 build (header block through the neural model) from the
+    // safetensors file beside it.
+    let data_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let original = fs::read(data_dir.join("v4-tensor.safetensors")).unwrap();
+    let archive = data_dir.join("v4-tensor.safetensors.sep");
     let runs = [("1", "auto"), ("2", "scalar")];
     decodes_everywhere(&data_dir, archive.to_str().unwrap(), &original, &runs);
 }

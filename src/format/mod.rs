@@ -11,8 +11,9 @@ pub const MAGIC: [u8; 4] = [0x89, b'S', b'E', b'P'];
 pub const END_MAGIC: [u8; 4] = [b'S', b'E', b'P', 0x89];
 /// Format version written by this build; it reads versions 1 to this one (version 1 archives
 /// only use the stored and model codecs; version 2 orders a tensor block's rANS symbols value
-/// by value on 4 states; otherwise the layout is the same).
-pub const VERSION: u16 = 4;
+/// by value on 4 states; versions 2 to 4 code tensor payloads differently and have no header
+/// codec; otherwise the layout is the same).
+pub const VERSION: u16 = 5;
 /// Largest block size an archive may declare.
 pub const MAX_BLOCK_SIZE: u64 = 1 << 30;
 /// Largest model configuration an archive may declare.
@@ -37,6 +38,9 @@ pub enum Codec {
     Zstd,
     /// Payload is a tensor-path block: float planes + invariant bit packing (version 2).
     Tensor,
+    /// Payload is a tensor file's header with its offsets rewritten, in a zstd frame
+    /// (version 5).
+    Header,
 }
 
 impl Codec {
@@ -47,6 +51,7 @@ impl Codec {
             Codec::Model => 1,
             Codec::Zstd => 2,
             Codec::Tensor => 3,
+            Codec::Header => 4,
         }
     }
 
@@ -57,6 +62,7 @@ impl Codec {
             1 => Ok(Codec::Model),
             2 => Ok(Codec::Zstd),
             3 => Ok(Codec::Tensor),
+            4 => Ok(Codec::Header),
             t => Err(Error::Corrupt(format!("unknown block codec {t}"))),
         }
     }
@@ -68,6 +74,7 @@ impl Codec {
             Codec::Model => "model",
             Codec::Zstd => "zstd",
             Codec::Tensor => "tensor",
+            Codec::Header => "header",
         }
     }
 }
@@ -259,7 +266,9 @@ impl BlockRecord {
         }
         let ok = match self.codec {
             Codec::Stored => self.payload_len == self.raw_len,
-            Codec::Model | Codec::Zstd | Codec::Tensor => self.payload_len < self.raw_len,
+            Codec::Model | Codec::Zstd | Codec::Tensor | Codec::Header => {
+                self.payload_len < self.raw_len
+            }
         };
         if !ok {
             return Err(Error::Corrupt(format!(

@@ -229,6 +229,10 @@ pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) 
     set_level(opts.kernels);
     let backend = CpuBackend::default();
     let mut plan = Plan::new(opts);
+    let tensor_file = plan
+        .segments
+        .iter()
+        .any(|s| matches!(s.kind, Kind::Tensor(_)));
     let header = Header {
         version: crate::format::VERSION,
         flags: 0,
@@ -254,7 +258,7 @@ pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) 
         || plan.next_block(input),
         |(data, kind): (Vec<u8>, Kind)| {
             let raw_hash = xxh3_64(&data);
-            let (codec, payload) = code_block(&data, kind, &backend, model, progress);
+            let (codec, payload) = code_block(&data, kind, tensor_file, &backend, model, progress);
             (data, raw_hash, codec, payload)
         },
         |(data, raw_hash, codec, payload)| {
@@ -366,6 +370,11 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
                         3 => crate::tensor::decode_v3(&payload, raw_len)?,
                         _ => crate::tensor::decode(&payload, raw_len)?,
                     };
+                    progress(rec.raw_len);
+                    data
+                }
+                Codec::Header => {
+                    let data = crate::tensor::header::decode(&payload, rec.raw_len as usize)?;
                     progress(rec.raw_len);
                     data
                 }

@@ -7,8 +7,10 @@ use std::io::Read;
 /// What a stretch of the input holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
-    /// Anything: headers, metadata, integers, text.
+    /// Anything: metadata, integers, text.
     General,
+    /// A tensor file's header (safetensors JSON or .npy dictionary, with what precedes it).
+    Header,
     /// Consecutive values of one float type.
     Tensor(DType),
 }
@@ -89,7 +91,7 @@ fn tensor_parts(
 ) -> Option<Vec<(u64, Kind)>> {
     let mut tensors: Vec<_> = meta.tensors().into_values().collect();
     tensors.sort_by_key(|t| t.data_offsets);
-    let mut parts = vec![(base, Kind::General)];
+    let mut parts = vec![(base, Kind::Header)];
     let mut at = base;
     for t in tensors {
         let s = base.checked_add(t.data_offsets.0 as u64)?;
@@ -132,7 +134,7 @@ pub fn sniff_stream(input: &mut impl Read) -> std::io::Result<(Vec<u8>, Option<V
         let want = (start + len).saturating_sub(head.len()) as u64;
         input.by_ref().take(want).read_to_end(&mut head)?;
         let parts = npy_header(&head).map(|(end, dtype, bytes)| {
-            vec![(end as u64, Kind::General), (bytes, Kind::Tensor(dtype))]
+            vec![(end as u64, Kind::Header), (bytes, Kind::Tensor(dtype))]
         });
         return Ok((head, parts.map(merge)));
     }
@@ -158,7 +160,7 @@ fn npy(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
         return None;
     }
     Some(vec![
-        (end as u64, Kind::General),
+        (end as u64, Kind::Header),
         (bytes, Kind::Tensor(dtype)),
         (rest - bytes, Kind::General),
     ])
@@ -273,7 +275,7 @@ mod tests {
             vec![
                 Segment {
                     len: h,
-                    kind: Kind::General
+                    kind: Kind::Header
                 },
                 Segment {
                     len: 440,
@@ -323,7 +325,7 @@ mod tests {
             vec![
                 Segment {
                     len: hl,
-                    kind: Kind::General
+                    kind: Kind::Header
                 },
                 Segment {
                     len: 60,

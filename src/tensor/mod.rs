@@ -3,6 +3,7 @@
 
 mod detect;
 mod fill;
+pub mod header;
 pub mod ibp;
 mod lanes;
 mod legacy;
