@@ -14,4 +14,4 @@ for f in sys.argv[1:]:
         arr=np.frombuffer(raw,dtype=dt) if dt is not None else np.frombuffer(raw,dtype=np.uint16)
         t0=time.time(); c=standalone.simple_compress(arr, ChunkConfig(compression_level=12)); t+=time.time()-t0
         out+=len(c); tensor+=len(raw)
-    print(f, 'pcodec-12 ratio %.4f'%(len(b)/out), 'compress %.1f MB/s'%(tensor/t/1e6))
+    print(f, 'pcodec-12 ratio %.4f'%(len(b)/out), 'bytes %d'%out, 'compress %.1f MB/s'%(tensor/t/1e6))
