@@ -142,13 +142,12 @@ pub fn code_block(
         codec: Codec::Stored,
         payload: Vec::new(),
     };
-    let p = Prediction::of(data);
     match kind {
         Kind::Tensor(dtype) => {
             best.consider(Codec::Tensor, tensor::encode(data, dtype));
             // zstd only where the sample says it could win (structured arrays, runs of
             // repeated values).
-            if p.zstd * (data.len() as f64) < best.len() as f64 {
+            if Prediction::of(data).zstd * (data.len() as f64) < best.len() as f64 {
                 if let Some(z) = zstd_strong(data) {
                     best.consider(Codec::Zstd, z);
                 }
@@ -164,22 +163,20 @@ pub fn code_block(
             }
             progress(data.len() as u64);
         }
-        // The neural model (~60 KB/s per core) would set the speed of the whole file: a 1.8 KB
-        // header took 6x as long as the 7 MB of weights after it.
-        Kind::General if tensor_file => {
-            if p.zstd < 1.0 {
-                if let Some(z) = zstd_strong(data) {
-                    best.consider(Codec::Zstd, z);
-                }
-            }
-            progress(data.len() as u64);
-        }
         Kind::General => {
-            if p.worth_neural() {
+            let p = Prediction::of(data);
+            // Never in a file with tensors: the neural model (~60 KB/s per core) would set its
+            // speed (a 1.8 KB header took 6x as long as the 7 MB of weights after it).
+            if !tensor_file && p.worth_neural() {
                 best.consider(Codec::Model, backend.encode(data, model, progress));
             } else {
                 if p.zstd < 1.0 {
-                    if let Some(z) = zstd(data) {
+                    // Tensor files take the strongest level on small blocks.
+                    let z = match tensor_file {
+                        true => zstd_strong(data),
+                        false => zstd(data),
+                    };
+                    if let Some(z) = z {
                         best.consider(Codec::Zstd, z);
                     }
                 }

@@ -158,31 +158,48 @@ fn damaged_tensor_archives_fail_cleanly() {
     ok(&sep(d, &["compress", "-q", "--dtype", "f32", "w"]));
     let archive = fs::read(d.join("w.sep")).unwrap();
     let step = (archive.len() / 300).max(1);
-    for i in (0..archive.len()).step_by(step) {
-        let mut bad = archive.clone();
-        bad[i] ^= 0x10;
-        fs::write(d.join("bad.sep"), &bad).unwrap();
-        let r = sep(d, &["decompress", "-q", "-f", "bad.sep"]);
-        assert_eq!(r.code, 1, "byte {i}: {}", r.stderr);
-        assert!(!r.stderr.contains("panicked"), "byte {i}: {}", r.stderr);
-        assert!(!d.join("bad").exists(), "partial output left for byte {i}");
-    }
+    damage_fails_cleanly(d, &archive, (0..archive.len()).step_by(step), 0x10);
     // A safetensors file: every byte up to the end of its header block.
-    let data_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-    fs::copy(data_dir.join("v4-tensor.safetensors"), d.join("s")).unwrap();
+    fs::copy(test_data().join("v4-tensor.safetensors"), d.join("s")).unwrap();
     ok(&sep(d, &["compress", "-q", "s"]));
     let archive = fs::read(d.join("s.sep")).unwrap();
     let info = String::from_utf8(sep(d, &["info", "s.sep"]).stdout).unwrap();
     assert!(info.contains(" header "), "{info}");
-    for i in 0..300.min(archive.len()) {
-        let mut bad = archive.clone();
-        bad[i] ^= 0x04;
+    damage_fails_cleanly(d, &archive, 0..300.min(archive.len()), 0x04);
+}
+
+/// Flips `mask` into `archive` at each of `positions` in turn and checks that decoding it in
+/// `d` exits 1 without a panic or any output left behind.
+fn damage_fails_cleanly(
+    d: &std::path::Path,
+    archive: &[u8],
+    positions: impl Iterator<Item = usize>,
+    mask: u8,
+) {
+    for i in positions {
+        let mut bad = archive.to_vec();
+        bad[i] ^= mask;
         fs::write(d.join("bad.sep"), &bad).unwrap();
         let r = sep(d, &["decompress", "-q", "-f", "bad.sep"]);
         assert_eq!(r.code, 1, "byte {i}: {}", r.stderr);
         assert!(!r.stderr.contains("panicked"), "byte {i}: {}", r.stderr);
         assert!(!d.join("bad").exists(), "partial output left for byte {i}");
     }
+}
+
+/// The archives and originals kept for the tests (`tests/data`).
+fn test_data() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
+}
+
+/// Checks that `archive` in `tests/data` decodes to the file `original` beside it, with one
+/// thread and the automatic kernels and with two threads and the scalar ones.
+fn fixture_decodes(original: &str, archive: &str) {
+    let dir = test_data();
+    let original = fs::read(dir.join(original)).unwrap();
+    let archive = dir.join(archive);
+    let runs = [("1", "auto"), ("2", "scalar")];
+    decodes_everywhere(&dir, archive.to_str().unwrap(), &original, &runs);
 }
 
 #[test]
@@ -230,33 +247,21 @@ fn safetensors_from_stdin_take_the_tensor_path() {
 #[test]
 fn version_2_tensor_archives_still_decode() {
     // Written by the format-version-2 build (4-state symbol order) from the raw bf16 file beside it.
-    let data_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-    let original = fs::read(data_dir.join("v2-tensor.bf16")).unwrap();
-    let archive = data_dir.join("v2-tensor.bf16.sep");
-    let runs = [("1", "auto"), ("2", "scalar")];
-    decodes_everywhere(&data_dir, archive.to_str().unwrap(), &original, &runs);
+    fixture_decodes("v2-tensor.bf16", "v2-tensor.bf16.sep");
 }
 
 #[test]
 fn version_4_tensor_archives_still_decode() {
     // Written by the format-version-4 build (header block through the neural model) from the
     // safetensors file beside it.
-    let data_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-    let original = fs::read(data_dir.join("v4-tensor.safetensors")).unwrap();
-    let archive = data_dir.join("v4-tensor.safetensors.sep");
-    let runs = [("1", "auto"), ("2", "scalar")];
-    decodes_everywhere(&data_dir, archive.to_str().unwrap(), &original, &runs);
+    fixture_decodes("v4-tensor.safetensors", "v4-tensor.safetensors.sep");
 }
 
 #[test]
 fn version_3_tensor_archives_still_decode() {
     // Written by the format-version-3 build (one exponent context) from the raw file of the
     // version-2 test, read as bf16 and as f16.
-    let data_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-    let original = fs::read(data_dir.join("v2-tensor.bf16")).unwrap();
-    let runs = [("1", "auto"), ("2", "scalar")];
     for name in ["v3-tensor.bf16.sep", "v3-tensor.f16.sep"] {
-        let archive = data_dir.join(name);
-        decodes_everywhere(&data_dir, archive.to_str().unwrap(), &original, &runs);
+        fixture_decodes("v2-tensor.bf16", name);
     }
 }

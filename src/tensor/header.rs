@@ -10,7 +10,9 @@ const KEY: &[u8] = b"\"data_offsets\":[";
 /// zstd level of the rewritten text (headers are small: this costs milliseconds).
 const LEVEL: i32 = 19;
 
-/// Bytes per element of a safetensors dtype name.
+/// Bytes per element of a safetensors dtype name. The list is part of the format (a decoder
+/// must predict what the encoder did), so it is written here rather than taken from the
+/// `safetensors` crate, whose list grows between versions.
 fn dtype_width(name: &[u8]) -> Option<u64> {
     Some(match name {
         b"BOOL" | b"U8" | b"I8" | b"F8_E5M2" | b"F8_E4M3" => 1,
@@ -24,7 +26,7 @@ fn dtype_width(name: &[u8]) -> Option<u64> {
 /// The value of `"key":` in `object` (text up to the key of the offsets), up to the next `,`
 /// or `}` outside brackets; `None` if absent.
 fn field<'a>(object: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
-    let at = object.windows(key.len()).position(|w| w == key)? + key.len();
+    let at = find(object, key)? + key.len();
     let rest = &object[at..];
     let end = match rest.first()? {
         b'[' => rest.iter().position(|&b| b == b']')? + 1,
@@ -172,9 +174,11 @@ pub fn decode(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
 mod tests {
     use super::*;
 
-    /// A safetensors header (length, then JSON) for tensors (name, dtype, shape), packed in
-    /// order.
-    fn header(tensors: &[(&str, &str, &[u64])]) -> Vec<u8> {
+    /// A tensor's name, dtype and shape.
+    type Tensor = (String, &'static str, Vec<u64>);
+
+    /// A safetensors header (length, then JSON) for `tensors`, packed in order.
+    fn header(tensors: &[Tensor]) -> Vec<u8> {
         let json = json(tensors);
         let mut out = (json.len() as u64).to_le_bytes().to_vec();
         out.extend_from_slice(json.as_bytes());
@@ -182,7 +186,7 @@ mod tests {
     }
 
     /// The JSON of `header`.
-    fn json(tensors: &[(&str, &str, &[u64])]) -> String {
+    fn json(tensors: &[Tensor]) -> String {
         let mut json = String::from("{\"__metadata__\":{\"format\":\"pt\"}");
         let mut at = 0;
         for (name, dtype, shape) in tensors {
@@ -207,15 +211,11 @@ mod tests {
 
     #[test]
     fn offsets_are_implied_and_restored() {
-        let tensors: Vec<(String, &str, Vec<u64>)> = (0..60)
+        let list: Vec<Tensor> = (0..60)
             .map(|i| {
                 let dtype = ["F32", "BF16", "I64", "U8"][i % 4];
                 (format!("layer.{i}.weight"), dtype, vec![3 + i as u64, 7, 2])
             })
-            .collect();
-        let list: Vec<(&str, &str, &[u64])> = tensors
-            .iter()
-            .map(|(n, d, s)| (n.as_str(), *d, s.as_slice()))
             .collect();
         let data = header(&list);
         // Every offset follows from the shapes: none is left in the text.
@@ -264,12 +264,8 @@ mod tests {
 
     #[test]
     fn damage_is_an_error_not_a_panic() {
-        let list: Vec<(String, &str, Vec<u64>)> = (0..20)
+        let list: Vec<Tensor> = (0..20)
             .map(|i| (format!("t{i}"), "F16", vec![i as u64 + 1, 5]))
-            .collect();
-        let list: Vec<(&str, &str, &[u64])> = list
-            .iter()
-            .map(|(n, d, s)| (n.as_str(), *d, s.as_slice()))
             .collect();
         let data = header(&list);
         let payload = encode(&data).unwrap();
