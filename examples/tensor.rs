@@ -2,7 +2,8 @@
 //! segments of each file given (other segments counted at their raw size).
 //! Usage: cargo run --release --example tensor -- FILE...
 //! `SEP_DTYPE=f32` (or f16, bf16, f64) reads raw arrays; `SEP_KERNELS` picks the kernel level;
-//! `SEP_REPS` runs (best kept); `SEP_ONLY=encode|decode` repeats one half only (profiles).
+//! `SEP_REPS` runs (best kept); `SEP_ONLY=encode|decode` repeats one half only (profiles);
+//! `SEP_SEGMENTS=1` also prints each tensor segment's size, ratio and speeds.
 
 use sep::engine::{set_level, KernelLevel};
 use sep::tensor::{decode, encode, layout, DType, Kind};
@@ -47,6 +48,18 @@ fn main() {
                     }
                     t_enc += te;
                     t_dec += td;
+                    // SEP_SEGMENTS=1 prints each tensor segment's size and speeds.
+                    if std::env::var_os("SEP_SEGMENTS").is_some() {
+                        let mb = part.len() as f64 / 1e6;
+                        println!(
+                            "  {:>9} B {:?} ratio {:.4} compress {:.0} MB/s decompress {:.0} MB/s",
+                            part.len(),
+                            d,
+                            part.len() as f64 / p.len() as f64,
+                            mb / te,
+                            mb / td
+                        );
+                    }
                     assert!(back == part, "round trip failed");
                     packed += p.len();
                     tensor_bytes += part.len();
