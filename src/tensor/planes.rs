@@ -303,6 +303,20 @@ macro_rules! at_level {
     }};
 }
 
+/// Defines the fn `$name` (generics declared `[$decl]`, passed `[$pass]`; both may be empty)
+/// whose `$body` is compiled for the process's kernel level, as `at_level!` calls it.
+macro_rules! leveled {
+    ($(#[$meta:meta])* fn $name:ident [$($decl:tt)*] [$($pass:tt)*]
+        ($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
+        $(#[$meta])*
+        fn $name<$($decl)*>($($arg: $ty),*) -> $ret {
+            #[inline(always)]
+            fn body<$($decl)*>($($arg: $ty),*) -> $ret $body
+            at_level!(body [$($decl)*] [$($pass)*] ($($arg: $ty),*) -> $ret)
+        }
+    };
+}
+
 /// Counts and tables of one block, refitted between batches identically on both sides.
 pub(super) struct Model {
     /// Exponent contexts (1 or `CONTEXTS`).
@@ -952,103 +966,72 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
     Ok(())
 }
 
+leveled! {
 /// Splits each W-byte value of `data` into `em` (`E << 4 | M`) and `rest` (the residual);
 /// returns how many were +0.0 (with the widest vectors allowed).
-fn split_all<const W: usize, const EB: u32>(
-    data: &[u8],
-    f: Fields,
-    em: &mut [u16],
-    rest: &mut [u64],
-) -> usize {
-    #[inline(always)]
-    fn body<const W: usize, const EB: u32>(
-        data: &[u8],
-        f: Fields,
-        em: &mut [u16],
-        rest: &mut [u64],
-    ) -> usize {
-        // The widths as constants (every shift by a constant).
-        let f = Fields {
-            bits: 8 * W as u32,
-            ebits: EB,
-            signed: f.signed,
-        };
-        let mut zeros = 0;
-        for ((v, o), r) in data.chunks_exact(W).zip(em.iter_mut()).zip(rest.iter_mut()) {
-            let (top, low) = f.split(read::<W>(v));
-            *o = top;
-            *r = low;
-            zeros += usize::from(top == ZERO_EM);
-        }
-        zeros
+fn split_all [const W: usize, const EB: u32] [W, EB]
+    (data: &[u8], f: Fields, em: &mut [u16], rest: &mut [u64]) -> usize {
+    // The widths as constants (every shift by a constant).
+    let f = Fields {
+        bits: 8 * W as u32,
+        ebits: EB,
+        signed: f.signed,
+    };
+    let mut zeros = 0;
+    for ((v, o), r) in data.chunks_exact(W).zip(em.iter_mut()).zip(rest.iter_mut()) {
+        let (top, low) = f.split(read::<W>(v));
+        *o = top;
+        *r = low;
+        zeros += usize::from(top == ZERO_EM);
     }
-    at_level!(body [const W: usize, const EB: u32] [W, EB]
-        (data: &[u8], f: Fields, em: &mut [u16], rest: &mut [u64]) -> usize)
+    zeros
+}
 }
 
+leveled! {
 /// Writes the symbols of a group's values given as `E << 4 | M`: `E` from its context's
 /// `row` (an exponent not in it yet gets freq 0), `M` from `m_enc` (0 for +0.0); returns
 /// whether any exponent was not in the row (with the widest vectors allowed).
-fn look_up(
+fn look_up [] [] (
     row: &[u32; E_SYMS],
     m_enc: &[u32; 4096],
     em: &[u16],
     e_syms: &mut [u32],
     m_syms: &mut [u32],
 ) -> bool {
-    #[inline(always)]
-    fn body(
-        row: &[u32; E_SYMS],
-        m_enc: &[u32; 4096],
-        em: &[u16],
-        e_syms: &mut [u32],
-        m_syms: &mut [u32],
-    ) -> bool {
-        let mut escaped = false;
-        for ((&v, e_sym), m_sym) in em.iter().zip(e_syms).zip(m_syms) {
-            let ee = row[(v as usize >> 4).min(ZERO)];
-            escaped |= ee >> 16 == 0;
-            *e_sym = ee;
-            // No mantissa top for +0.0 (a zero symbol is skipped).
-            *m_sym = m_enc[v as usize & 0xfff] & 0u32.wrapping_sub(u32::from(v != ZERO_EM));
-        }
-        escaped
+    let mut escaped = false;
+    for ((&v, e_sym), m_sym) in em.iter().zip(e_syms).zip(m_syms) {
+        let ee = row[(v as usize >> 4).min(ZERO)];
+        escaped |= ee >> 16 == 0;
+        *e_sym = ee;
+        // No mantissa top for +0.0 (a zero symbol is skipped).
+        *m_sym = m_enc[v as usize & 0xfff] & 0u32.wrapping_sub(u32::from(v != ZERO_EM));
     }
-    at_level!(body [] [] (row: &[u32; E_SYMS], m_enc: &[u32; 4096], em: &[u16],
-        e_syms: &mut [u32], m_syms: &mut [u32]) -> bool)
+    escaped
+}
 }
 
+leveled! {
 /// Joins each `E << 4 | M` (none `ZERO_EM`) with its residual into `out`, W bytes per value,
 /// the sign coded with `M` if `S` (with the widest vectors allowed).
-fn join_all<const W: usize, const EB: u32, const S: bool, R: ibp::Word>(
-    em: &[u16],
-    res: &[R],
-    out: &mut [MaybeUninit<u8>],
-) {
-    #[inline(always)]
-    fn body<const W: usize, const EB: u32, const S: bool, R: ibp::Word>(
-        em: &[u16],
-        res: &[R],
-        out: &mut [MaybeUninit<u8>],
-    ) {
-        let f = Fields {
-            bits: 8 * W as u32,
-            ebits: EB,
-            signed: S,
+fn join_all [const W: usize, const EB: u32, const S: bool, R: ibp::Word] [W, EB, S, R]
+    (em: &[u16], res: &[R], out: &mut [MaybeUninit<u8>]) -> () {
+    let f = Fields {
+        bits: 8 * W as u32,
+        ebits: EB,
+        signed: S,
+    };
+    for ((o, &v), &r) in out.chunks_exact_mut(W).zip(em).zip(res) {
+        // Values of at most 4 bytes in 32-bit lanes (twice as many to a vector).
+        let bytes = match W <= 4 {
+            true => u64::from(f.join(v, r.low32())).to_le_bytes(),
+            false => f.join(v, r.to_u64()).to_le_bytes(),
         };
-        for ((o, &v), &r) in out.chunks_exact_mut(W).zip(em).zip(res) {
-            // Values of at most 4 bytes in 32-bit lanes (twice as many to a vector).
-            let bytes = match W <= 4 {
-                true => u64::from(f.join(v, r.low32())).to_le_bytes(),
-                false => f.join(v, r.to_u64()).to_le_bytes(),
-            };
-            let value: [u8; W] = std::array::from_fn(|t| bytes[t]);
-            // SAFETY: `o` is W bytes long, and `[u8; W]` has alignment 1.
-            unsafe { o.as_mut_ptr().cast::<[u8; W]>().write(value) };
-        }
+        let value: [u8; W] = std::array::from_fn(|t| bytes[t]);
+        // SAFETY: `o` is W bytes long, and `[u8; W]` has alignment 1.
+        unsafe { o.as_mut_ptr().cast::<[u8; W]>().write(value) };
     }
-    at_level!(body [const W: usize, const EB: u32, const S: bool, R: ibp::Word] [W, EB, S, R]
-        (em: &[u16], res: &[R], out: &mut [MaybeUninit<u8>]) -> ())
+}
 }
 
 #[inline(always)]
