@@ -258,6 +258,13 @@ fn version_4_tensor_archives_still_decode() {
 }
 
 #[test]
+fn version_5_tensor_archives_still_decode() {
+    // Written by the format-version-5 build (no block prior, 16 lanes) from the safetensors
+    // file beside it.
+    fixture_decodes("v4-tensor.safetensors", "v5-tensor.safetensors.sep");
+}
+
+#[test]
 fn version_3_tensor_archives_still_decode() {
     // Written by the format-version-3 build (one exponent context) from the raw file of the
     // version-2 test, read as bf16 and as f16.

@@ -8,11 +8,12 @@
 //! value's exponent. Tables are refitted between batches of values
 //! (16, 32, ... then every 4096), so within a batch every symbol decodes independently. The
 //! residuals go through invariant bit packing (IBP), which stores bits that hardly vary (e.g.
-//! the zero low half of widened bf16 weights) once per group.
+//! the zero low half of widened bf16 weights) once per group. Since format version 6 the
+//! block's counts start from a prior: 4-bit levels of its `E` and `M` frequencies in a sample.
 //!
 //! Payload: dtype tag, value count (`u32`), tail length + tail bytes (a partial last value),
-//! lanes (`u8`), plane layout (`u8`), context base (`u8`), residual count (`u32`), rANS stream
-//! length (`u32`) + stream, then the IBP section of the residuals.
+//! lanes (`u8`), plane layout (`u8`), context base (`u8`), the prior (version 6), residual
+//! count (`u32`), rANS stream length (`u32`) + stream, then the IBP section of the residuals.
 
 use super::{fill, ibp, lanes, DType};
 use crate::coder::rans::{self, fit};
@@ -47,12 +48,14 @@ pub(super) const RAW_BITS: u32 = 9;
 const LAZY: u32 = 4;
 /// Largest batch between two refits.
 const MAX_BATCH: usize = 4096;
-/// Values coded side by side in a group, one coder state each, for a block of `n` values:
-/// more lanes decode faster but each costs 4 bytes of final state.
-fn lanes_for(n: usize) -> usize {
-    match n {
-        0..0x1_0000 => 16,
-        0x1_0000..0x2_0000 => 32,
+/// Values coded side by side in a group, one coder state each, for a block of `n` values
+/// written as `version`: more lanes decode faster but each costs 4 bytes of final state, and
+/// a group's exponent context is the mean of a wider previous group. A block prior pays for
+/// 32 lanes where version 5 had 16.
+fn lanes_for(n: usize, version: Version) -> usize {
+    match (n, version) {
+        (0..0x1_0000, Version::Contexts) => 16,
+        (0..0x2_0000, _) => 32,
         _ => 64,
     }
 }
@@ -120,18 +123,38 @@ impl Fields {
     }
 }
 
-/// From a sample of `data`: whether coding the sign with `M` pays (the sign given the
-/// exponent must carry at least 0.02 bits less than 1 per value: more symbols per table cost
-/// about that), and the median exponent of the non-zero values.
-fn survey<const W: usize>(data: &[u8], f: Fields) -> (bool, u8) {
+/// What a sample of a block shows: whether coding the sign with `M` pays, the median
+/// exponent of the non-zero values, and the sample's counts of each `E` symbol and `M`.
+struct Survey {
+    signed: bool,
+    median: u8,
+    e: [u32; 257],
+    /// Per sign and top 3 mantissa bits (`sign << 3 | m`).
+    m: [u32; 16],
+}
+
+/// Surveys every 3rd value of `data` (a stride prime to the power-of-two periods tensors
+/// tend to have). The sign goes with `M` if, given the exponent, it carries at least 0.02
+/// bits less than 1 per value (more symbols per table cost about that).
+fn survey<const W: usize>(data: &[u8], f: Fields) -> Survey {
     let mut counts = vec![[0u64; 2]; 256];
-    // Every 3rd value: a stride prime to the power-of-two periods tensors tend to have.
+    let mut sv = Survey {
+        signed: false,
+        median: 0,
+        e: [0; 257],
+        m: [0; 16],
+    };
     for v in data.chunks_exact(W).step_by(3) {
         let v = read::<W>(v);
-        if v != 0 {
-            let e = (v >> (f.low() + 3)) as usize & ((1 << f.ebits) - 1);
-            counts[e][(v >> (f.bits - 1)) as usize & 1] += 1;
+        if v == 0 {
+            sv.e[ZERO] += 1;
+            continue;
         }
+        let e = (v >> (f.low() + 3)) as usize & ((1 << f.ebits) - 1);
+        let sign = (v >> (f.bits - 1)) as usize & 1;
+        counts[e][sign] += 1;
+        sv.e[e] += 1;
+        sv.m[sign << 3 | (v >> f.low()) as usize & 7] += 1;
     }
     let (mut bits, mut total) = (0f64, 0u64);
     for [a, b] in counts.iter().copied() {
@@ -143,14 +166,140 @@ fn survey<const W: usize>(data: &[u8], f: Fields) -> (bool, u8) {
         total += a + b;
     }
     let mut below = 0u64;
-    let median = counts
+    sv.median = counts
         .iter()
         .position(|[a, b]| {
             below += a + b;
             2 * below > total
         })
-        .unwrap_or(0);
-    (total > 0 && bits < 0.98 * total as f64, median as u8)
+        .unwrap_or(0) as u8;
+    sv.signed = total > 0 && bits < 0.98 * total as f64;
+    sv
+}
+
+/// Most exponents a prior covers: the span the decode kernels look up in registers.
+const WINDOW: usize = 64;
+/// A prior's counts are its levels times 2 to this.
+const PRIOR_SHIFT: u32 = 3;
+/// Counts, in a 4096-value scale, that a block prior's 4-bit levels stand for (about 1.7x
+/// apart).
+const LEVELS: [u32; 16] = [
+    0, 1, 2, 3, 5, 8, 14, 24, 40, 68, 116, 197, 335, 570, 969, 1647,
+];
+
+/// The level nearest (geometrically) to `count` of `total`, rescaled to 4096; at least 1 for
+/// a count above 0.
+fn prior_level(count: u32, total: u64) -> u8 {
+    if count == 0 || total == 0 {
+        return 0;
+    }
+    // Compare count * 4096 / total with the geometric midpoints, squared, in integers.
+    let c = u128::from(count) << 12;
+    let t = u128::from(total);
+    let mut q = 1;
+    while q < 15 && c * c > u128::from(LEVELS[q] * LEVELS[q + 1]) * t * t {
+        q += 1;
+    }
+    q as u8
+}
+
+/// A block prior (format version 6): the levels of the block's `E` symbols from `lowest` on
+/// (then `ZERO`'s) and of its `M` symbols, from a sample; seeds the block's counts so that
+/// its first values are coded with tables near the block's own instead of near uniform.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Prior {
+    lowest: u8,
+    e: Vec<u8>,
+    zero: u8,
+    m: Vec<u8>,
+}
+
+impl Prior {
+    /// The prior of a surveyed block whose `M` symbols number `m_syms`.
+    fn from_survey(sv: &Survey, m_syms: usize) -> Self {
+        let total: u64 = sv.e.iter().map(|&c| u64::from(c)).sum();
+        let first = sv.e[..ZERO].iter().position(|&c| c > 0);
+        let last = sv.e[..ZERO].iter().rposition(|&c| c > 0);
+        let (lowest, e) = match (first, last) {
+            // At most `WINDOW` exponents, those of the most values: rarer outliers escape
+            // when they come, so the decoder keeps looking exponents up in registers until
+            // then.
+            (Some(first), Some(last)) => {
+                let mass = |a: usize| -> u64 {
+                    sv.e[a..(a + WINDOW).min(last + 1)]
+                        .iter()
+                        .map(|&c| u64::from(c))
+                        .sum()
+                };
+                let start = (first..=last.saturating_sub(WINDOW - 1).max(first))
+                    .rev()
+                    .max_by_key(|&a| mass(a))
+                    .unwrap_or(first);
+                let end = (start + WINDOW - 1).min(last);
+                // Trimmed to the exponents the sample showed.
+                let a = (start..=end).find(|&e| sv.e[e] > 0).unwrap_or(start);
+                let b = (a..=end).rev().find(|&e| sv.e[e] > 0).unwrap_or(a);
+                (a, (a..=b).map(|e| prior_level(sv.e[e], total)).collect())
+            }
+            _ => (0, Vec::new()),
+        };
+        let mut m = [0u32; 16];
+        for (s, &c) in sv.m.iter().enumerate() {
+            m[s % m_syms] += c;
+        }
+        let m_total: u64 = m.iter().map(|&c| u64::from(c)).sum();
+        Prior {
+            lowest: lowest as u8,
+            e,
+            zero: prior_level(sv.e[ZERO], total),
+            m: m[..m_syms]
+                .iter()
+                .map(|&c| prior_level(c, m_total))
+                .collect(),
+        }
+    }
+
+    /// Appends the prior: lowest exponent, number of exponents, then 4-bit levels two to a
+    /// byte (low first): the exponents', `ZERO`'s and the `M` symbols'.
+    fn write(&self, out: &mut Vec<u8>) {
+        out.push(self.lowest);
+        out.push(self.e.len() as u8);
+        let levels: Vec<u8> = self
+            .e
+            .iter()
+            .chain([&self.zero])
+            .chain(&self.m)
+            .copied()
+            .collect();
+        out.extend(
+            levels
+                .chunks(2)
+                .map(|p| p[0] | p.get(1).map_or(0, |h| h << 4)),
+        );
+    }
+
+    /// Reads a prior with `m_syms` `M` levels from the start of `body`; returns it and its
+    /// length in bytes.
+    fn read(body: &[u8], m_syms: usize) -> Result<(Self, usize)> {
+        let bad = || Error::Corrupt("tensor block: prior cut short".into());
+        let (&lowest, rest) = body.split_first().ok_or_else(bad)?;
+        let (&k, rest) = rest.split_first().ok_or_else(bad)?;
+        let k = k as usize;
+        // 255 exponents at most: the count fits in a byte.
+        if lowest as usize + k > ZERO {
+            return Err(Error::Corrupt("tensor block: prior out of range".into()));
+        }
+        let count = k + 1 + m_syms;
+        let bytes = rest.get(..count.div_ceil(2)).ok_or_else(bad)?;
+        let level = |i: usize| (bytes[i / 2] >> (4 * (i % 2))) & 15;
+        let prior = Prior {
+            lowest,
+            e: (0..k).map(level).collect(),
+            zero: level(k),
+            m: (k + 1..count).map(level).collect(),
+        };
+        Ok((prior, 2 + count.div_ceil(2)))
+    }
 }
 
 /// Exponent contexts of a format-version-4 block: each group of lanes codes its exponents
@@ -436,6 +585,33 @@ impl Model {
         }
         m.m_dirty = 0..0;
         m
+    }
+
+    /// Starts the block's counts from `prior` (before its first batch) and refits every
+    /// table from them.
+    fn seed(&mut self, prior: &Prior) {
+        for (j, &q) in prior.e.iter().enumerate() {
+            let e = prior.lowest as usize + j;
+            self.global[e] = LEVELS[q as usize] << PRIOR_SHIFT;
+            if q > 0 {
+                self.e_lo = self.e_lo.min(e);
+                self.e_hi = self.e_hi.max(e);
+            }
+        }
+        self.global[ZERO] = LEVELS[prior.zero as usize] << PRIOR_SHIFT;
+        self.g_total = self.global.iter().sum();
+        for (g, &q) in self.gm.iter_mut().zip(&prior.m) {
+            *g = LEVELS[q as usize] << PRIOR_SHIFT;
+        }
+        self.gm_total = self.gm.iter().sum();
+        for c in 0..self.ctxs {
+            self.refit_e(c);
+        }
+        if self.e_lo <= self.e_hi {
+            for e in self.e_lo..=self.e_hi {
+                self.refit_m(e);
+            }
+        }
     }
 
     /// Keeps the large buffers for the thread's next block (only after a block's last batch
@@ -735,19 +911,28 @@ fn batch_len(k: u32) -> usize {
 }
 
 /// Value width `W` (bytes) and exponent bits `EB` are constants so every shift is one.
-fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, out: &mut Vec<u8>) {
+fn encode_w<const W: usize, const EB: u32>(
+    data: &[u8],
+    kernel: lanes::Kernel,
+    version: Version,
+    out: &mut Vec<u8>,
+) {
     let mut f = Fields {
         bits: 8 * W as u32,
         ebits: EB,
         signed: false,
     };
-    let (signed, median) = survey::<W>(data, f);
-    f.signed = signed;
-    let base = (median as u32).saturating_sub(BELOW_MEDIAN) as u8;
+    let sv = survey::<W>(data, f);
+    f.signed = sv.signed;
+    let base = (sv.median as u32).saturating_sub(BELOW_MEDIAN) as u8;
     let mut ctx = Contexts::from_base(base);
     let n = data.len() / W;
     let mut model = Model::new(f, CONTEXTS, false);
-    let lanes = lanes_for(n);
+    let prior = (version == Version::Prior).then(|| Prior::from_survey(&sv, model.m_syms));
+    if let Some(p) = &prior {
+        model.seed(p);
+    }
+    let lanes = lanes_for(n, version);
     let mut syms = lanes::Symbols::new(n, lanes);
     let mut em = vec![0u16; MAX_BATCH];
     let mut group_ctx = [0u8; MAX_BATCH / 16];
@@ -820,6 +1005,9 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, o
     out.push(lanes as u8);
     out.push(u8::from(f.signed));
     out.push(base);
+    if let Some(p) = &prior {
+        p.write(out);
+    }
     out.extend_from_slice(&residuals.to_le_bytes());
     let at = out.len();
     out.extend_from_slice(&[0; 4]);
@@ -873,32 +1061,43 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
     body: &[u8],
     n: usize,
     kernel: lanes::Kernel,
-    contexts: bool,
+    version: Version,
     out: &mut Vec<u8>,
 ) -> Result<()> {
     let bad = |what: &str| Error::Corrupt(format!("tensor block: {what}"));
-    // Version 4 has the context base after the sign mode.
-    let head_len = 10 + usize::from(contexts);
-    let head = body
-        .get(..head_len)
+    let contexts = version != Version::OneContext;
+    // Lanes and sign mode; since version 4 the context base, since 6 the prior.
+    let top_len = 2 + usize::from(contexts);
+    let top = body
+        .get(..top_len)
         .ok_or_else(|| bad("missing lane and stream lengths"))?;
-    let lanes = head[0] as usize;
+    let lanes = top[0] as usize;
     if lanes != 16 && lanes != 32 && lanes != 64 {
         return Err(bad("unknown lane count"));
     }
-    if head[1] > 1 {
+    if top[1] > 1 {
         return Err(bad("unknown sign mode"));
     }
     let f = Fields {
         bits: 8 * W as u32,
         ebits: EB,
-        signed: head[1] == 1,
+        signed: top[1] == 1,
     };
     let (mut ctx, ctxs) = match contexts {
-        true => (Contexts::from_base(head[2]), CONTEXTS),
+        true => (Contexts::from_base(top[2]), CONTEXTS),
         false => (Contexts::one(), 1),
     };
-    let head = &head[head_len - 8..];
+    let mut model = Model::new(f, ctxs, true);
+    let mut head_len = top_len;
+    if version == Version::Prior {
+        let (prior, len) = Prior::read(&body[top_len..], model.m_syms)?;
+        model.seed(&prior);
+        head_len += len;
+    }
+    let head = body
+        .get(head_len..head_len + 8)
+        .ok_or_else(|| bad("missing lane and stream lengths"))?;
+    head_len += 8;
     let count = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
     let len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as usize;
     if count > n {
@@ -917,7 +1116,6 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
     };
     let mut em = vec![0u16; MAX_BATCH];
     let mut group_ctx = [0u8; MAX_BATCH / 16];
-    let mut model = Model::new(f, ctxs, true);
     let (mut x, mut words) = rans::Decoder::new(stream, lanes)?.split();
     let start = out.len();
     out.reserve(n * W);
@@ -1043,10 +1241,25 @@ fn read<const W: usize>(v: &[u8]) -> u64 {
 
 /// Codes `data`, an array of `dtype` values (a partial last value is kept raw).
 pub fn encode(data: &[u8], dtype: DType) -> Vec<u8> {
-    encode_with(data, dtype, lanes::Kernel::detect())
+    encode_with(data, dtype, lanes::Kernel::detect(), Version::Prior)
 }
 
-fn encode_with(data: &[u8], dtype: DType, kernel: lanes::Kernel) -> Vec<u8> {
+/// Layout of a tensor block payload, by the format version that wrote it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Version {
+    /// Version 3: one exponent context, no context base.
+    OneContext,
+    /// Versions 4 and 5: `CONTEXTS` exponent contexts from a context base.
+    Contexts,
+    /// Version 6: contexts, and a block prior after the context base.
+    Prior,
+}
+
+fn encode_with(data: &[u8], dtype: DType, kernel: lanes::Kernel, version: Version) -> Vec<u8> {
+    assert!(
+        version != Version::OneContext,
+        "version 3 is read, not written"
+    );
     let w = dtype.width();
     let n = data.len() / w;
     let tail = &data[n * w..];
@@ -1056,30 +1269,41 @@ fn encode_with(data: &[u8], dtype: DType, kernel: lanes::Kernel) -> Vec<u8> {
     out.push(tail.len() as u8);
     out.extend_from_slice(tail);
     let body = &data[..n * w];
+    let v = version;
     match dtype {
-        DType::F16 => encode_w::<2, 5>(body, kernel, &mut out),
-        DType::BF16 => encode_w::<2, 8>(body, kernel, &mut out),
-        DType::F32 => encode_w::<4, 8>(body, kernel, &mut out),
-        DType::F64 => encode_w::<8, 8>(body, kernel, &mut out),
+        DType::F16 => encode_w::<2, 5>(body, kernel, v, &mut out),
+        DType::BF16 => encode_w::<2, 8>(body, kernel, v, &mut out),
+        DType::F32 => encode_w::<4, 8>(body, kernel, v, &mut out),
+        DType::F64 => encode_w::<8, 8>(body, kernel, v, &mut out),
     }
     out
 }
 
 /// Decodes a payload written by `encode` that must hold exactly `raw_len` bytes.
 pub fn decode(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
-    decode_with(payload, raw_len, lanes::Kernel::detect(), true)
+    decode_with(payload, raw_len, lanes::Kernel::detect(), Version::Prior)
+}
+
+/// Decodes a payload of format version 4 or 5 (no block prior).
+pub fn decode_v5(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
+    decode_with(payload, raw_len, lanes::Kernel::detect(), Version::Contexts)
 }
 
 /// Decodes a payload of format version 3 (one exponent context, no context base).
 pub fn decode_v3(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
-    decode_with(payload, raw_len, lanes::Kernel::detect(), false)
+    decode_with(
+        payload,
+        raw_len,
+        lanes::Kernel::detect(),
+        Version::OneContext,
+    )
 }
 
 fn decode_with(
     payload: &[u8],
     raw_len: usize,
     kernel: lanes::Kernel,
-    contexts: bool,
+    version: Version,
 ) -> Result<Vec<u8>> {
     let bad = |what: &str| Error::Corrupt(format!("tensor block: {what}"));
     let (&tag, rest) = payload.split_first().ok_or_else(|| bad("empty"))?;
@@ -1096,7 +1320,7 @@ fn decode_with(
         .ok_or_else(|| bad("tail cut short"))?;
     let body = &rest[5 + tail_len..];
     let mut out = Vec::with_capacity(raw_len);
-    let c = contexts;
+    let c = version;
     match dtype {
         DType::F16 => decode_w::<2, 5, u32>(body, n, kernel, c, &mut out)?,
         DType::BF16 => decode_w::<2, 8, u32>(body, n, kernel, c, &mut out)?,
@@ -1170,24 +1394,27 @@ mod tests {
 
     /// The documented symbol order through the generic rANS encoder: the stream every
     /// encoder kernel must write.
-    fn reference_stream<const W: usize, const EB: u32>(data: &[u8]) -> Vec<u8> {
+    fn reference_stream<const W: usize, const EB: u32>(data: &[u8], version: Version) -> Vec<u8> {
         use crate::coder::rans::Sym;
         let mut f = Fields {
             bits: 8 * W as u32,
             ebits: EB,
             signed: false,
         };
-        let (signed, median) = survey::<W>(data, f);
-        f.signed = signed;
-        let mut ctx = Contexts::from_base((median as u32).saturating_sub(BELOW_MEDIAN) as u8);
+        let sv = survey::<W>(data, f);
+        f.signed = sv.signed;
+        let mut ctx = Contexts::from_base((sv.median as u32).saturating_sub(BELOW_MEDIAN) as u8);
         let sym = |packed: u32, bits: u32| Sym {
             start: packed & 0xffff,
             freq: packed >> 16,
             bits,
         };
         let n = data.len() / W;
-        let lanes = lanes_for(n);
+        let lanes = lanes_for(n, version);
         let mut model = Model::new(f, CONTEXTS, false);
+        if version == Version::Prior {
+            model.seed(&Prior::from_survey(&sv, model.m_syms));
+        }
         let mut enc = rans::Encoder::new(2 * n, lanes);
         let (mut i, mut k) = (0usize, 0u32);
         while i < n {
@@ -1230,10 +1457,16 @@ mod tests {
         out
     }
 
-    /// The rANS stream inside a payload of `encode` (no tail).
-    fn stream_of(payload: &[u8]) -> &[u8] {
-        let len = u32::from_le_bytes(payload[13..17].try_into().unwrap()) as usize;
-        &payload[17..17 + len]
+    /// The rANS stream inside a payload (no tail) written as `version`.
+    fn stream_of(payload: &[u8], version: Version) -> &[u8] {
+        // Tag, count, tail length, lanes, sign mode, context base; then the prior.
+        let mut at = 9;
+        if version == Version::Prior {
+            let m_syms = if payload[7] == 1 { 16 } else { 8 };
+            at += Prior::read(&payload[at..], m_syms).unwrap().1;
+        }
+        let len = u32::from_le_bytes(payload[at + 4..at + 8].try_into().unwrap()) as usize;
+        &payload[at + 8..at + 8 + len]
     }
 
     /// Weights with never-seen exponents in both halves of many 32-value groups, +0.0 (its
@@ -1295,31 +1528,33 @@ mod tests {
 
     #[test]
     fn every_kernel_encodes_the_documented_stream() {
-        // 16, 32 and 64 lanes.
+        // 16 (version 5 only), 32 and 64 lanes.
         let f16s = to_bytes(DType::F16, &weights(30_007, 3));
         let f32s = with_escapes(70_001);
         let big = with_escapes(270_003);
         let signed = to_bytes(DType::F16, &skewed_signs(40_000));
         let rows = to_bytes(DType::F32, &scaled_rows(150_001));
-        for kernel in lanes::Kernel::supported() {
-            let got = encode_with(&rows, DType::F32, kernel);
-            assert!(
-                stream_of(&got) == reference_stream::<4, 8>(&rows),
-                "{kernel:?}"
-            );
-            for data in [&f16s, &signed] {
-                let got = encode_with(data, DType::F16, kernel);
+        for v in [Version::Prior, Version::Contexts] {
+            for kernel in lanes::Kernel::supported() {
+                let got = encode_with(&rows, DType::F32, kernel, v);
                 assert!(
-                    stream_of(&got) == reference_stream::<2, 5>(data),
-                    "{kernel:?}"
+                    stream_of(&got, v) == reference_stream::<4, 8>(&rows, v),
+                    "{kernel:?} {v:?}"
                 );
-            }
-            for data in [&f32s, &big] {
-                let got = encode_with(data, DType::F32, kernel);
-                assert!(
-                    stream_of(&got) == reference_stream::<4, 8>(data),
-                    "{kernel:?}"
-                );
+                for data in [&f16s, &signed] {
+                    let got = encode_with(data, DType::F16, kernel, v);
+                    assert!(
+                        stream_of(&got, v) == reference_stream::<2, 5>(data, v),
+                        "{kernel:?} {v:?}"
+                    );
+                }
+                for data in [&f32s, &big] {
+                    let got = encode_with(data, DType::F32, kernel, v);
+                    assert!(
+                        stream_of(&got, v) == reference_stream::<4, 8>(data, v),
+                        "{kernel:?} {v:?}"
+                    );
+                }
             }
         }
     }
@@ -1365,10 +1600,12 @@ mod tests {
             (&signed, DType::BF16),
         ];
         for (data, dtype) in cases {
-            let packed = encode(data, dtype);
-            for kernel in lanes::Kernel::supported() {
-                let back = decode_with(&packed, data.len(), kernel, true).unwrap();
-                assert!(back == *data, "{kernel:?}");
+            for v in [Version::Prior, Version::Contexts] {
+                let packed = encode_with(data, dtype, lanes::Kernel::detect(), v);
+                for kernel in lanes::Kernel::supported() {
+                    let back = decode_with(&packed, data.len(), kernel, v).unwrap();
+                    assert!(back == *data, "{kernel:?} {v:?}");
+                }
             }
         }
     }
@@ -1416,7 +1653,8 @@ mod tests {
     fn random_damage_never_panics() {
         let mut x = 77u64;
         let mut rnd = move || xorshift(&mut x);
-        // 16, 32 and 64 lanes; damage in the rANS stream reaches the vector kernels' bounds.
+        // 16 (version 5), 32 and 64 lanes; damage in the rANS stream reaches the vector
+        // kernels' bounds.
         let cases = [
             (DType::F16, 6000),
             (DType::F32, 6000),
@@ -1424,9 +1662,13 @@ mod tests {
             (DType::F32, 70_000),
             (DType::BF16, 140_000),
         ];
-        for (dtype, n) in cases {
+        for ((dtype, n), v) in cases
+            .into_iter()
+            .zip([Version::Contexts, Version::Prior].iter().cycle())
+        {
+            let v = *v;
             let data = to_bytes(dtype, &weights(n, 4));
-            let packed = encode(&data, dtype);
+            let packed = encode_with(&data, dtype, lanes::Kernel::detect(), v);
             for _ in 0..if n > 10_000 { 60 } else { 400 } {
                 let mut bad = packed.clone();
                 for _ in 0..1 + rnd() % 4 {
@@ -1438,12 +1680,12 @@ mod tests {
                 }
                 // Either an error or some bytes of the right length; never a panic; and the
                 // same from every kernel.
-                let got = decode_with(&bad, data.len(), lanes::Kernel::Scalar, true);
+                let got = decode_with(&bad, data.len(), lanes::Kernel::Scalar, v);
                 if let Ok(d) = &got {
                     assert_eq!(d.len(), data.len());
                 }
                 for kernel in lanes::Kernel::supported() {
-                    let fast = decode_with(&bad, data.len(), kernel, true);
+                    let fast = decode_with(&bad, data.len(), kernel, v);
                     assert!(
                         got.as_ref().ok() == fast.as_ref().ok(),
                         "{kernel:?} disagrees"
@@ -1452,6 +1694,44 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn priors_read_back_and_bad_ones_are_errors() {
+        let data = with_escapes(20_000);
+        let f = Fields {
+            bits: 32,
+            ebits: 8,
+            signed: false,
+        };
+        let sv = survey::<4>(&data, f);
+        for m_syms in [8, 16] {
+            let p = Prior::from_survey(&sv, m_syms);
+            assert!(p.e.len() <= WINDOW && p.e.iter().any(|&q| q > 10), "{p:?}");
+            let mut out = Vec::new();
+            p.write(&mut out);
+            assert_eq!(Prior::read(&out, m_syms).unwrap(), (p, out.len()));
+            for cut in 0..out.len() {
+                assert!(Prior::read(&out[..cut], m_syms).is_err());
+            }
+        }
+        // Exponents past 255.
+        assert!(Prior::read(
+            &[
+                200, 60, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+            ],
+            8
+        )
+        .is_err());
+        // Levels are nearest on a log scale and never 0 for a count.
+        assert_eq!(prior_level(1, 1 << 30), 1);
+        assert_eq!(prior_level(0, 10), 0);
+        assert_eq!(prior_level(10, 10), 15);
+        assert_eq!(
+            prior_level(10, 40 * 10),
+            LEVELS.iter().position(|&l| l == 116).unwrap() as u8
+        );
     }
 
     #[test]
