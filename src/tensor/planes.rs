@@ -43,9 +43,13 @@ pub(super) const ZERO: usize = 256;
 pub(super) const ZERO_EM: u16 = (ZERO as u16) << 4;
 /// Bits of an escaped `E` symbol (raw values 256 and up all mean `ZERO`).
 pub(super) const RAW_BITS: u32 = 9;
-/// A mantissa-top table is refitted once its exponent's count grew by a quarter since its
-/// last fit.
+/// A table is refitted once its count grew by a quarter since its last fit (a mantissa-top
+/// table after a block prior: by a half, and from `PRIOR_M_MIN` counts on).
 const LAZY: u32 = 4;
+const PRIOR_M_LAZY: u32 = 2;
+/// Fewest own counts for which a mantissa-top table after a block prior is refitted for its
+/// own counts' sake (below, the prior's weight dwarfs them).
+const PRIOR_M_MIN: u32 = 16;
 /// Largest batch between two refits.
 const MAX_BATCH: usize = 4096;
 /// Values coded side by side in a group, one coder state each, for a block of `n` values
@@ -517,6 +521,10 @@ pub(super) struct Model {
     m_dirty: Range<usize>,
     /// Whether the decode tables (`e_dec`, `m_dec`) are kept (the encoder needs none).
     decoding: bool,
+    /// A mantissa-top table is refitted for its own counts once they reach `m_min` and grew
+    /// by a `m_lazy`th since its last fit.
+    m_lazy: u32,
+    m_min: u32,
 }
 
 impl Model {
@@ -568,6 +576,8 @@ impl Model {
             m_syms,
             m_dirty: 0..0,
             decoding,
+            m_lazy: LAZY,
+            m_min: 0,
         };
         for c in 0..ctxs {
             m.refit_e(c);
@@ -587,9 +597,11 @@ impl Model {
         m
     }
 
-    /// Starts the block's counts from `prior` (before its first batch) and refits every
-    /// table from them.
+    /// Starts the block's counts from `prior` (before its first batch), refits every table
+    /// from them, and from then on refits mantissa-top tables by the prior's rules.
     fn seed(&mut self, prior: &Prior) {
+        self.m_lazy = PRIOR_M_LAZY;
+        self.m_min = PRIOR_M_MIN;
         for (j, &q) in prior.e.iter().enumerate() {
             let e = prior.lowest as usize + j;
             self.global[e] = LEVELS[q as usize] << PRIOR_SHIFT;
@@ -608,10 +620,26 @@ impl Model {
             self.refit_e(c);
         }
         if self.e_lo <= self.e_hi {
-            for e in self.e_lo..=self.e_hi {
-                self.refit_m(e);
+            // No exponent has counts of its own yet: one fit of the prior serves them all.
+            self.refit_m(self.e_lo);
+            for e in self.e_lo + 1..=self.e_hi {
+                self.copy_m(self.e_lo, e);
             }
         }
+    }
+
+    /// Gives exponent `to`, which has no counts of its own, the mantissa-top table of `from`,
+    /// fitted just now from the block's counts alone: what `refit_m(to)` would make.
+    fn copy_m(&mut self, from: usize, to: usize) {
+        debug_assert!(self.m_total[from] == 0 && self.m_total[to] == 0);
+        self.m_enc[to] = self.m_enc[from];
+        if self.decoding {
+            self.m_dec
+                .copy_within(from << M_BITS..(from + 1) << M_BITS, to << M_BITS);
+        }
+        self.gm_fit[to] = self.gm_fit[from];
+        self.m_fit[to] = 0;
+        self.m_dirty = self.m_dirty.start.min(to)..self.m_dirty.end.max(to + 1);
     }
 
     /// Keeps the large buffers for the thread's next block (only after a block's last batch
@@ -824,7 +852,7 @@ impl Model {
             }
         }
         for e in exponents.start..exponents.end.min(ZERO) {
-            if due(self.m_total[e], self.m_fit[e], LAZY) {
+            if self.m_total[e] >= self.m_min && due(self.m_total[e], self.m_fit[e], self.m_lazy) {
                 self.refit_m(e);
             }
         }
