@@ -141,7 +141,8 @@ struct Survey {
 /// tend to have). The sign goes with `M` if, given the exponent, it carries at least 0.02
 /// bits less than 1 per value (more symbols per table cost about that).
 fn survey<const W: usize>(data: &[u8], f: Fields) -> Survey {
-    let mut counts = vec![[0u64; 2]; 256];
+    // One count per sampled value, by exponent, sign and top 3 mantissa bits.
+    let mut by_em = vec![[0u32; 16]; 256];
     let mut sv = Survey {
         signed: false,
         median: 0,
@@ -156,9 +157,15 @@ fn survey<const W: usize>(data: &[u8], f: Fields) -> Survey {
         }
         let e = (v >> (f.low() + 3)) as usize & ((1 << f.ebits) - 1);
         let sign = (v >> (f.bits - 1)) as usize & 1;
-        counts[e][sign] += 1;
-        sv.e[e] += 1;
-        sv.m[sign << 3 | (v >> f.low()) as usize & 7] += 1;
+        by_em[e][sign << 3 | (v >> f.low()) as usize & 7] += 1;
+    }
+    let mut counts = vec![[0u64; 2]; 256];
+    for ((row, c), n) in by_em.iter().zip(counts.iter_mut()).zip(sv.e.iter_mut()) {
+        for (s, &k) in row.iter().enumerate() {
+            c[s >> 3] += u64::from(k);
+            sv.m[s] += k;
+        }
+        *n = (c[0] + c[1]) as u32;
     }
     let (mut bits, mut total) = (0f64, 0u64);
     for [a, b] in counts.iter().copied() {
