@@ -296,7 +296,7 @@ impl Prior {
         let (&lowest, rest) = body.split_first().ok_or_else(bad)?;
         let (&k, rest) = rest.split_first().ok_or_else(bad)?;
         let k = k as usize;
-        // 255 exponents at most: the count fits in a byte.
+        // Exponents past 255 do not exist (the encoder writes at most `WINDOW`).
         if lowest as usize + k > ZERO {
             return Err(Error::Corrupt("tensor block: prior out of range".into()));
         }
