@@ -369,6 +369,7 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
                         ..=2 => crate::tensor::decode_v2(&payload, raw_len)?,
                         3 => crate::tensor::decode_v3(&payload, raw_len)?,
                         4 | 5 => crate::tensor::decode_v5(&payload, raw_len)?,
+                        6 => crate::tensor::decode_v6(&payload, raw_len)?,
                         _ => crate::tensor::decode(&payload, raw_len)?,
                     };
                     progress(rec.raw_len);

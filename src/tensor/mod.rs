@@ -10,10 +10,10 @@ mod legacy;
 mod planes;
 
 pub use detect::{layout, sniff_stream, Kind, Segment};
-pub use planes::{decode, decode_v3, decode_v5, encode};
+pub use planes::{decode, decode_v3, decode_v5, decode_v6, encode};
 
-/// Decodes a tensor payload of format version 2 (`decode` reads version 6, `decode_v5` 4 and 5,
-/// `decode_v3` 3).
+/// Decodes a tensor payload of format version 2 (`decode` reads version 7, `decode_v6` 6,
+/// `decode_v5` 4 and 5, `decode_v3` 3).
 pub use legacy::decode as decode_v2;
 
 use crate::error::{Error, Result};

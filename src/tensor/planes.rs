@@ -9,10 +9,11 @@
 //! (16, 32, ... then every 4096), so within a batch every symbol decodes independently. The
 //! residuals go through invariant bit packing (IBP), which stores bits that hardly vary (e.g.
 //! the zero low half of widened bf16 weights) once per group. Since format version 6 the
-//! block's counts start from a prior: 4-bit levels of its `E` and `M` frequencies in a sample.
+//! block's counts start from a prior: 4-bit levels of its `E` and `M` frequencies in a sample;
+//! since version 7 only every other group is counted past the block's first 16384 values.
 //!
 //! Payload: dtype tag, value count (`u32`), tail length + tail bytes (a partial last value),
-//! lanes (`u8`), plane layout (`u8`), context base (`u8`), the prior (version 6), residual
+//! lanes (`u8`), plane layout (`u8`), context base (`u8`), the prior (versions 6 and 7), residual
 //! count (`u32`), rANS stream length (`u32`) + stream, then the IBP section of the residuals.
 
 use super::{fill, ibp, lanes, DType};
@@ -52,6 +53,10 @@ const PRIOR_M_LAZY: u32 = 2;
 const PRIOR_M_MIN: u32 = 16;
 /// Largest batch between two refits.
 const MAX_BATCH: usize = 4096;
+/// First value of the first batch of which (since version 7) only every other group is
+/// counted: past it the tables are fitted from enough values that half of them predict as
+/// well, and counting and refitting take half the time.
+const SAMPLE_FROM: usize = 4 * MAX_BATCH;
 /// Values coded side by side in a group, one coder state each, for a block of `n` values
 /// written as `version`: more lanes decode faster but each costs 4 bytes of final state, and
 /// a group's exponent context is the mean of a wider previous group. A block prior pays for
@@ -214,7 +219,7 @@ fn prior_level(count: u32, total: u64) -> u8 {
     q as u8
 }
 
-/// A block prior (format version 6): the levels of the block's `E` symbols from `lowest` on
+/// A block prior (format versions 6 and 7): the levels of the block's `E` symbols from `lowest` on
 /// (then `ZERO`'s) and of its `M` symbols, from a sample; seeds the block's counts so that
 /// its first values are coded with tables near the block's own instead of near uniform.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -532,6 +537,8 @@ pub(super) struct Model {
     /// by a `m_lazy`th since its last fit.
     m_lazy: u32,
     m_min: u32,
+    /// Whether only every other group is counted from value `SAMPLE_FROM` on (version 7).
+    sampled: bool,
 }
 
 impl Model {
@@ -585,6 +592,7 @@ impl Model {
             decoding,
             m_lazy: LAZY,
             m_min: 0,
+            sampled: false,
         };
         for c in 0..ctxs {
             m.refit_e(c);
@@ -762,25 +770,33 @@ impl Model {
         };
     }
 
-    /// Counts a batch of values given as `E << 4 | M`, in groups of `lanes` with the contexts
-    /// `ctx`: two partial histograms per context, taking turns, so that a repeated symbol
-    /// does not wait on its last count, merged by `end_batch` over the range the batch used.
-    fn count_batch(&mut self, em: &[u16], ctx: &[u8], lanes: usize) -> Span {
+    /// Counts a batch of values given as `E << 4 | M` that begins at value `at`, in groups of
+    /// `lanes` with the contexts `ctx` (every other group only, if sampled and past
+    /// `SAMPLE_FROM`): two partial histograms per context, taking turns, so that a repeated
+    /// symbol does not wait on its last count, merged by `end_batch` over the range the batch
+    /// used.
+    fn count_batch(&mut self, em: &[u16], ctx: &[u8], lanes: usize, at: usize) -> Span {
         #[inline(always)]
-        fn body(model: &mut Model, em: &[u16], ctx: &[u8], lanes: usize) -> Span {
-            model.count_batch_body(em, ctx, lanes)
+        fn body(model: &mut Model, em: &[u16], ctx: &[u8], lanes: usize, at: usize) -> Span {
+            model.count_batch_body(em, ctx, lanes, at)
         }
         let model = self;
-        at_level!(body [] [] (model: &mut Model, em: &[u16], ctx: &[u8], lanes: usize) -> Span)
+        at_level!(body [] [] (model: &mut Model, em: &[u16], ctx: &[u8], lanes: usize, at: usize) -> Span)
     }
 
     #[inline(always)]
-    fn count_batch_body(&mut self, em: &[u16], ctx: &[u8], lanes: usize) -> Span {
+    fn count_batch_body(&mut self, em: &[u16], ctx: &[u8], lanes: usize, at: usize) -> Span {
         let lo = em.iter().fold(0x1fff, |a, &v| a.min(v & 0x1fff)) as usize;
         let hi = em.iter().fold(0, |a, &v| a.max(v & 0x1fff)) as usize;
         let (h0, h1) = self.partial.split_at_mut(self.ctxs << 13);
         let mut contexts = 0u32;
-        for (group, &c) in em.chunks(lanes).zip(ctx) {
+        // Batches past `SAMPLE_FROM` start at a multiple of `MAX_BATCH`, so of `lanes`: the
+        // groups counted are every other group of the block.
+        let step = match self.sampled && at >= SAMPLE_FROM {
+            true => 2,
+            false => 1,
+        };
+        for (group, &c) in em.chunks(lanes).zip(ctx).step_by(step) {
             let c = (c as usize).min(self.ctxs - 1);
             contexts |= 1 << c;
             let at = c << 13..(c + 1) << 13;
@@ -963,7 +979,10 @@ fn encode_w<const W: usize, const EB: u32>(
     let mut ctx = Contexts::from_base(base);
     let n = data.len() / W;
     let mut model = Model::new(f, CONTEXTS, false);
-    let prior = (version == Version::Prior).then(|| Prior::from_survey(&sv, model.m_syms));
+    model.sampled = version == Version::Sampled;
+    let prior = version
+        .has_prior()
+        .then(|| Prior::from_survey(&sv, model.m_syms));
     if let Some(p) = &prior {
         model.seed(p);
     }
@@ -1028,7 +1047,7 @@ fn encode_w<const W: usize, const EB: u32>(
             syms.groups.push((g as u32, (ge - g) as u32));
         }
         let groups = (end - i).div_ceil(lanes);
-        let span = model.count_batch(em, &group_ctx[..groups], lanes);
+        let span = model.count_batch(em, &group_ctx[..groups], lanes, i);
         model.end_batch(span);
         i = end;
         k += 1;
@@ -1123,8 +1142,9 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
         false => (Contexts::one(), 1),
     };
     let mut model = Model::new(f, ctxs, true);
+    model.sampled = version == Version::Sampled;
     let mut head_len = top_len;
-    if version == Version::Prior {
+    if version.has_prior() {
         let (prior, len) = Prior::read(&body[top_len..], model.m_syms)?;
         model.seed(&prior);
         head_len += len;
@@ -1162,7 +1182,7 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
         let em = &mut em[..end - i];
         let groups = &mut group_ctx[..em.len().div_ceil(lanes)];
         kernel.lanes(&mut x, &mut words, &model, em, lanes, &mut ctx, groups);
-        let span = model.count_batch(em, groups, lanes);
+        let span = model.count_batch(em, groups, lanes, i);
         let zeros = span.zeros;
         let res = residuals.take(em.len() - zeros)?;
         let slots = &mut values[i * W..end * W];
@@ -1276,7 +1296,7 @@ fn read<const W: usize>(v: &[u8]) -> u64 {
 
 /// Codes `data`, an array of `dtype` values (a partial last value is kept raw).
 pub fn encode(data: &[u8], dtype: DType) -> Vec<u8> {
-    encode_with(data, dtype, lanes::Kernel::detect(), Version::Prior)
+    encode_with(data, dtype, lanes::Kernel::detect(), Version::Sampled)
 }
 
 /// Layout of a tensor block payload, by the format version that wrote it.
@@ -1288,6 +1308,15 @@ pub(super) enum Version {
     Contexts,
     /// Version 6: contexts, and a block prior after the context base.
     Prior,
+    /// Version 7: as 6, and from value `SAMPLE_FROM` on only every other group is counted.
+    Sampled,
+}
+
+impl Version {
+    /// Whether a block prior follows the context base.
+    fn has_prior(self) -> bool {
+        matches!(self, Version::Prior | Version::Sampled)
+    }
 }
 
 fn encode_with(data: &[u8], dtype: DType, kernel: lanes::Kernel, version: Version) -> Vec<u8> {
@@ -1316,6 +1345,11 @@ fn encode_with(data: &[u8], dtype: DType, kernel: lanes::Kernel, version: Versio
 
 /// Decodes a payload written by `encode` that must hold exactly `raw_len` bytes.
 pub fn decode(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
+    decode_with(payload, raw_len, lanes::Kernel::detect(), Version::Sampled)
+}
+
+/// Decodes a payload of format version 6 (every value counted).
+pub fn decode_v6(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
     decode_with(payload, raw_len, lanes::Kernel::detect(), Version::Prior)
 }
 
@@ -1447,7 +1481,8 @@ mod tests {
         let n = data.len() / W;
         let lanes = lanes_for(n, version);
         let mut model = Model::new(f, CONTEXTS, false);
-        if version == Version::Prior {
+        model.sampled = version == Version::Sampled;
+        if version.has_prior() {
             model.seed(&Prior::from_survey(&sv, model.m_syms));
         }
         let mut enc = rans::Encoder::new(2 * n, lanes);
@@ -1482,7 +1517,7 @@ mod tests {
                 }
                 ctx.follow_group(group);
             }
-            let span = model.count_batch(&em, &contexts, lanes);
+            let span = model.count_batch(&em, &contexts, lanes, i);
             model.end_batch(span);
             i = end;
             k += 1;
@@ -1496,7 +1531,7 @@ mod tests {
     fn stream_of(payload: &[u8], version: Version) -> &[u8] {
         // Tag, count, tail length, lanes, sign mode, context base; then the prior.
         let mut at = 9;
-        if version == Version::Prior {
+        if version.has_prior() {
             let m_syms = if payload[7] == 1 { 16 } else { 8 };
             at += Prior::read(&payload[at..], m_syms).unwrap().1;
         }
@@ -1569,7 +1604,7 @@ mod tests {
         let big = with_escapes(270_003);
         let signed = to_bytes(DType::F16, &skewed_signs(40_000));
         let rows = to_bytes(DType::F32, &scaled_rows(150_001));
-        for v in [Version::Prior, Version::Contexts] {
+        for v in [Version::Sampled, Version::Prior, Version::Contexts] {
             for kernel in lanes::Kernel::supported() {
                 let got = encode_with(&rows, DType::F32, kernel, v);
                 assert!(
@@ -1606,6 +1641,35 @@ mod tests {
     }
 
     #[test]
+    fn sampled_blocks_count_every_other_group_past_the_threshold() {
+        let f = Fields {
+            bits: 32,
+            ebits: 8,
+            signed: true,
+        };
+        // Exponent 120 throughout; group g of 32 values has `M` = g mod 16.
+        let em: Vec<u16> = (0..MAX_BATCH)
+            .map(|i| ((120 << 4) | (i / 32 % 16)) as u16)
+            .collect();
+        let ctx = vec![0u8; MAX_BATCH / 32];
+        for (sampled, at, half) in [
+            (false, SAMPLE_FROM, false),
+            (true, SAMPLE_FROM - MAX_BATCH, false),
+            (true, SAMPLE_FROM, true),
+            (true, 3 * SAMPLE_FROM, true),
+        ] {
+            let mut model = Model::new(f, CONTEXTS, false);
+            model.sampled = sampled;
+            let span = model.count_batch(&em, &ctx, 32, at);
+            model.end_batch(span);
+            let want = if half { MAX_BATCH / 2 } else { MAX_BATCH };
+            assert_eq!(model.e_total[0] as usize, want, "{sampled} {at}");
+            let odd_counted = (1..16).step_by(2).any(|m| model.m_counts[120][m] > 0);
+            assert_eq!(odd_counted, !half, "{sampled} {at}");
+        }
+    }
+
+    #[test]
     fn sign_mode_follows_the_data() {
         for (w, signed) in [(weights(50_000, 8), 0), (skewed_signs(50_000), 1)] {
             let data = to_bytes(DType::F32, &w);
@@ -1635,7 +1699,7 @@ mod tests {
             (&signed, DType::BF16),
         ];
         for (data, dtype) in cases {
-            for v in [Version::Prior, Version::Contexts] {
+            for v in [Version::Sampled, Version::Prior, Version::Contexts] {
                 let packed = encode_with(data, dtype, lanes::Kernel::detect(), v);
                 for kernel in lanes::Kernel::supported() {
                     let back = decode_with(&packed, data.len(), kernel, v).unwrap();
@@ -1691,17 +1755,15 @@ mod tests {
         // 16 (version 5), 32 and 64 lanes; damage in the rANS stream reaches the vector
         // kernels' bounds.
         let cases = [
-            (DType::F16, 6000),
-            (DType::F32, 6000),
-            (DType::F64, 6000),
-            (DType::F32, 70_000),
-            (DType::BF16, 140_000),
+            (DType::F16, 6000, Version::Contexts),
+            (DType::F32, 6000, Version::Prior),
+            (DType::F64, 6000, Version::Sampled),
+            (DType::F32, 70_000, Version::Contexts),
+            (DType::BF16, 140_000, Version::Prior),
+            (DType::F32, 70_000, Version::Sampled),
+            (DType::BF16, 140_000, Version::Sampled),
         ];
-        for ((dtype, n), v) in cases
-            .into_iter()
-            .zip([Version::Contexts, Version::Prior].iter().cycle())
-        {
-            let v = *v;
+        for (dtype, n, v) in cases {
             let data = to_bytes(dtype, &weights(n, 4));
             let packed = encode_with(&data, dtype, lanes::Kernel::detect(), v);
             for _ in 0..if n > 10_000 { 60 } else { 400 } {
