@@ -790,8 +790,8 @@ impl Model {
         let hi = em.iter().fold(0, |a, &v| a.max(v & 0x1fff)) as usize;
         let (h0, h1) = self.partial.split_at_mut(self.ctxs << 13);
         let mut contexts = 0u32;
-        // Batches past `SAMPLE_FROM` start at a multiple of `MAX_BATCH`, so of `lanes`: the
-        // groups counted are every other group of the block.
+        // Batches past `SAMPLE_FROM` start at a multiple of `MAX_BATCH`, an even number of
+        // groups: the groups counted are every other group of the block.
         let step = match self.sampled && at >= SAMPLE_FROM {
             true => 2,
             false => 1,
