@@ -786,8 +786,14 @@ impl Model {
 
     #[inline(always)]
     fn count_batch_body(&mut self, em: &[u16], ctx: &[u8], lanes: usize, at: usize) -> Span {
-        let lo = em.iter().fold(0x1fff, |a, &v| a.min(v & 0x1fff)) as usize;
-        let hi = em.iter().fold(0, |a, &v| a.max(v & 0x1fff)) as usize;
+        // One pass (16-bit lanes throughout: a batch has at most 4096 values, of which +0.0).
+        let (mut lo, mut hi, mut zeros) = (0x1fffu16, 0u16, 0u16);
+        for &v in em {
+            lo = lo.min(v & 0x1fff);
+            hi = hi.max(v & 0x1fff);
+            zeros += u16::from(v == ZERO_EM);
+        }
+        let (lo, hi) = (lo as usize, hi as usize);
         let (h0, h1) = self.partial.split_at_mut(self.ctxs << 13);
         let mut contexts = 0u32;
         // Batches past `SAMPLE_FROM` start at a multiple of `MAX_BATCH`, an even number of
@@ -815,7 +821,7 @@ impl Model {
         Span {
             exponents: lo >> 4..(hi >> 4) + 1,
             contexts,
-            zeros: em.iter().filter(|&&v| v == ZERO_EM).count(),
+            zeros: zeros as usize,
         }
     }
 
