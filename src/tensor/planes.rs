@@ -1009,12 +1009,12 @@ fn encode_w<const W: usize, const EB: u32>(
         let zeros = split_all::<W, EB>(&data[i * W..end * W], f, em, rest);
         // The residuals of the values other than +0.0, in order.
         if zeros > 0 {
+            // Without a branch per value: every residual is moved, and kept if not +0.0's
+            // (`kept <= held + j`, so no residual is overwritten before it is read).
             let mut kept = held;
             for (j, &v) in em.iter().enumerate() {
-                if v != ZERO_EM {
-                    residual[kept] = residual[held + j];
-                    kept += 1;
-                }
+                residual[kept] = residual[held + j];
+                kept += usize::from(v != ZERO_EM);
             }
         }
         held += em.len() - zeros;
@@ -1177,6 +1177,9 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
     };
     let mut em = vec![0u16; MAX_BATCH];
     let mut group_ctx = [0u8; MAX_BATCH / 16];
+    // A batch's residuals spread over its values, for batches with +0.0 values.
+    let mut spread_buf = Vec::new();
+    spread_buf.resize(MAX_BATCH, R::default());
     let (mut x, mut words) = rans::Decoder::new(stream, lanes)?.split();
     let start = out.len();
     out.reserve(n * W);
@@ -1192,19 +1195,16 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
         let zeros = span.zeros;
         let res = residuals.take(em.len() - zeros)?;
         let slots = &mut values[i * W..end * W];
-        if zeros == 0 && f.signed {
-            join_all::<W, EB, true, R>(em, res, slots);
-        } else if zeros == 0 {
-            join_all::<W, EB, false, R>(em, res, slots);
-        } else {
-            let mut res = res.iter();
-            for (o, &v) in slots.chunks_exact_mut(W).zip(em.iter()) {
-                let value = match v {
-                    ZERO_EM => 0,
-                    _ => f.join(v, res.next().map_or(0, |r| r.to_u64())),
-                };
-                for (o, b) in o.iter_mut().zip(value.to_le_bytes()) {
-                    o.write(b);
+        match (zeros > 0, f.signed) {
+            (false, true) => join_all::<W, EB, true, false, R>(em, res, slots),
+            (false, false) => join_all::<W, EB, false, false, R>(em, res, slots),
+            (true, signed) => {
+                // Each value's residual in its place first (+0.0 values take none).
+                let spread = &mut spread_buf[..em.len()];
+                spread_residuals(em, res, spread);
+                match signed {
+                    true => join_all::<W, EB, true, true, R>(em, spread, slots),
+                    false => join_all::<W, EB, false, true, R>(em, spread, slots),
                 }
             }
         }
@@ -1270,10 +1270,21 @@ fn look_up [] [] (
 }
 }
 
+/// Gives each value of `em` its residual in `out`: the next of `res` (the residuals of the
+/// values that are not +0.0, in order), 0 for +0.0; without a branch per value.
+fn spread_residuals<R: ibp::Word>(em: &[u16], res: &[R], out: &mut [R]) {
+    let mut j = 0;
+    for (o, &v) in out.iter_mut().zip(em) {
+        *o = res.get(j).copied().unwrap_or_default();
+        j += usize::from(v != ZERO_EM);
+    }
+}
+
 leveled! {
-/// Joins each `E << 4 | M` (none `ZERO_EM`) with its residual into `out`, W bytes per value,
-/// the sign coded with `M` if `S` (with the widest vectors allowed).
-fn join_all [const W: usize, const EB: u32, const S: bool, R: ibp::Word] [W, EB, S, R]
+/// Joins each `E << 4 | M` with its residual into `out`, W bytes per value, the sign coded
+/// with `M` if `S`; `ZERO_EM` (only if `Z`) gives +0.0 (with the widest vectors allowed).
+fn join_all [const W: usize, const EB: u32, const S: bool, const Z: bool, R: ibp::Word]
+    [W, EB, S, Z, R]
     (em: &[u16], res: &[R], out: &mut [MaybeUninit<u8>]) -> () {
     let f = Fields {
         bits: 8 * W as u32,
@@ -1282,9 +1293,16 @@ fn join_all [const W: usize, const EB: u32, const S: bool, R: ibp::Word] [W, EB,
     };
     for ((o, &v), &r) in out.chunks_exact_mut(W).zip(em).zip(res) {
         // Values of at most 4 bytes in 32-bit lanes (twice as many to a vector).
+        let zero = Z && v == ZERO_EM;
         let bytes = match W <= 4 {
-            true => u64::from(f.join(v, r.low32())).to_le_bytes(),
-            false => f.join(v, r.to_u64()).to_le_bytes(),
+            true => {
+                let joined = f.join(v, r.low32());
+                u64::from(if zero { 0 } else { joined }).to_le_bytes()
+            }
+            false => {
+                let joined = f.join(v, r.to_u64());
+                (if zero { 0 } else { joined }).to_le_bytes()
+            }
         };
         let value: [u8; W] = std::array::from_fn(|t| bytes[t]);
         // SAFETY: `o` is W bytes long, and `[u8; W]` has alignment 1.
@@ -1672,6 +1690,29 @@ mod tests {
             assert_eq!(model.e_total[0] as usize, want, "{sampled} {at}");
             let odd_counted = (1..16).step_by(2).any(|m| model.m_counts[120][m] > 0);
             assert_eq!(odd_counted, !half, "{sampled} {at}");
+        }
+    }
+
+    #[test]
+    fn sparse_blocks_round_trip() {
+        // +0.0 in every batch (two values in five), -0.0 here and there; both sign layouts.
+        let mut x = 77u64;
+        for mut w in [weights(60_000, 5), skewed_signs(60_000)] {
+            for v in w.iter_mut() {
+                match xorshift(&mut x) % 20 {
+                    0..8 => *v = 0.0,
+                    8 => *v = -0.0,
+                    _ => {}
+                }
+            }
+            for dtype in [DType::F16, DType::BF16, DType::F32, DType::F64] {
+                let data = to_bytes(dtype, &w);
+                let packed = encode(&data, dtype);
+                for kernel in lanes::Kernel::supported() {
+                    let back = decode_with(&packed, data.len(), kernel, Version::Sampled);
+                    assert!(back.unwrap() == data, "{dtype:?} {kernel:?}");
+                }
+            }
         }
     }
 
