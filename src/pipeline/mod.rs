@@ -365,13 +365,7 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
                 Codec::Model => backend.decode(&payload, rec.raw_len as usize, &model, progress)?,
                 Codec::Tensor => {
                     let raw_len = rec.raw_len as usize;
-                    let data = match header.version {
-                        ..=2 => crate::tensor::decode_v2(&payload, raw_len)?,
-                        3 => crate::tensor::decode_v3(&payload, raw_len)?,
-                        4 | 5 => crate::tensor::decode_v5(&payload, raw_len)?,
-                        6 => crate::tensor::decode_v6(&payload, raw_len)?,
-                        _ => crate::tensor::decode(&payload, raw_len)?,
-                    };
+                    let data = crate::tensor::decode_version(&payload, raw_len, header.version)?;
                     progress(rec.raw_len);
                     data
                 }

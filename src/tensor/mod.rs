@@ -10,13 +10,23 @@ mod legacy;
 mod planes;
 
 pub use detect::{layout, sniff_stream, Kind, Segment};
-pub use planes::{decode, decode_v3, decode_v5, decode_v6, encode};
-
-/// Decodes a tensor payload of format version 2 (`decode` reads version 7, `decode_v6` 6,
-/// `decode_v5` 4 and 5, `decode_v3` 3).
-pub use legacy::decode as decode_v2;
+pub use planes::{decode, encode};
 
 use crate::error::{Error, Result};
+
+/// Decodes a tensor payload from an archive of format `version` (`decode` reads the current
+/// one).
+pub fn decode_version(payload: &[u8], raw_len: usize, version: u16) -> Result<Vec<u8>> {
+    use planes::Version;
+    let layout = match version {
+        ..=2 => return legacy::decode(payload, raw_len),
+        3 => Version::OneContext,
+        4 | 5 => Version::Contexts,
+        6 => Version::Prior,
+        _ => Version::Sampled,
+    };
+    planes::decode_as(payload, raw_len, layout)
+}
 
 /// Element type of a float array.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

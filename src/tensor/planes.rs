@@ -1372,24 +1372,9 @@ pub fn decode(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
     decode_with(payload, raw_len, lanes::Kernel::detect(), Version::Sampled)
 }
 
-/// Decodes a payload of format version 6 (every value counted).
-pub fn decode_v6(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
-    decode_with(payload, raw_len, lanes::Kernel::detect(), Version::Prior)
-}
-
-/// Decodes a payload of format version 4 or 5 (no block prior).
-pub fn decode_v5(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
-    decode_with(payload, raw_len, lanes::Kernel::detect(), Version::Contexts)
-}
-
-/// Decodes a payload of format version 3 (one exponent context, no context base).
-pub fn decode_v3(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
-    decode_with(
-        payload,
-        raw_len,
-        lanes::Kernel::detect(),
-        Version::OneContext,
-    )
+/// Decodes a payload laid out as `version` (the layout its archive's format version gives).
+pub(super) fn decode_as(payload: &[u8], raw_len: usize, version: Version) -> Result<Vec<u8>> {
+    decode_with(payload, raw_len, lanes::Kernel::detect(), version)
 }
 
 fn decode_with(
