@@ -298,6 +298,13 @@ fn version_6_tensor_archives_still_decode() {
 }
 
 #[test]
+fn version_7_tensor_archives_still_decode() {
+    // Written by the format-version-7 build (32 lanes, coder states starting empty) with
+    // `--dtype bf16` from `generated_bf16()`.
+    fixture_decodes_to(&generated_bf16(), "v7-tensor.bf16.sep");
+}
+
+#[test]
 fn version_3_tensor_archives_still_decode() {
     // Written by the format-version-3 build (one exponent context) from the raw file of the
     // version-2 test, read as bf16 and as f16.

@@ -103,7 +103,13 @@ impl Encoder {
 
     /// Writes the stream: symbols are coded last to first so that decoding runs forwards.
     pub fn finish(self, out: &mut Vec<u8>) {
-        let mut states = [LOW; WAYS];
+        self.finish_from(&[LOW; WAYS], out);
+    }
+
+    /// `finish` with the states starting at `start` (each in `[LOW, LOW << 16)`) instead of
+    /// `LOW`: the decoder ends on them.
+    pub fn finish_from(self, start: &[u32; WAYS], out: &mut Vec<u8>) {
+        let mut states = *start;
         // At most one word per symbol; renormalisation is written without a branch (it is
         // taken at random, about one symbol in five).
         let mut words = vec![0u16; self.syms.len() + 2 * WAYS];
@@ -216,8 +222,13 @@ impl<'a> Decoder<'a> {
 
     /// Checks that the stream was consumed exactly and the states returned to their start.
     pub fn finish(&self) -> Result<()> {
+        self.finish_at(&[LOW; WAYS])
+    }
+
+    /// `finish` for a stream whose encoder started its states at `start`.
+    pub fn finish_at(&self, start: &[u32; WAYS]) -> Result<()> {
         let w = &self.words;
-        if w.pos != w.words.len() || self.states.iter().any(|&x| x != LOW) {
+        if w.pos != w.words.len() || self.states != *start {
             return Err(Error::Corrupt(
                 "entropy-coded stream does not decode".into(),
             ));

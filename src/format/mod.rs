@@ -14,7 +14,7 @@ pub const END_MAGIC: [u8; 4] = [b'S', b'E', b'P', 0x89];
 /// by value on 4 states; versions 2 to 5 code tensor payloads differently (5: no block prior)
 /// and 2 to 4 have no header codec, 6 counts every value of a tensor block; otherwise the
 /// layout is the same).
-pub const VERSION: u16 = 7;
+pub const VERSION: u16 = 8;
 /// Largest block size an archive may declare.
 pub const MAX_BLOCK_SIZE: u64 = 1 << 30;
 /// Largest model configuration an archive may declare.

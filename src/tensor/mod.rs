@@ -1,6 +1,7 @@
 //! Tensor fast path: finds the float arrays in a file (safetensors, .npy, or a raw array of a
 //! dtype the user names) and codes them with byte planes, adaptive rANS and invariant bit packing.
 
+mod carry;
 mod detect;
 mod fill;
 pub mod header;
@@ -23,7 +24,8 @@ pub fn decode_version(payload: &[u8], raw_len: usize, version: u16) -> Result<Ve
         3 => Version::OneContext,
         4 | 5 => Version::Contexts,
         6 => Version::Prior,
-        _ => Version::Sampled,
+        7 => Version::Sampled,
+        _ => Version::Carried,
     };
     planes::decode_as(payload, raw_len, layout)
 }

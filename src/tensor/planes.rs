@@ -10,14 +10,15 @@
 //! residuals go through invariant bit packing (IBP), which stores bits that hardly vary (e.g.
 //! the zero low half of widened bf16 weights) once per group. Since format version 6 the
 //! block's counts start from a prior: 4-bit levels of its `E` and `M` frequencies in a sample;
-//! since version 7 only every other group is counted past the block's first 16384 values.
+//! since version 7 only every other group is counted past the block's first 16384 values;
+//! since version 8 the coder's start states carry the block's last residuals (`carry`).
 //!
 //! Payload: dtype tag, value count (`u32`), tail length + tail bytes (a partial last value),
-//! lanes (`u8`), plane layout (`u8`), context base (`u8`), the prior (versions 6 and 7), residual
+//! lanes (`u8`), plane layout (`u8`), context base (`u8`), the prior (since version 6), residual
 //! count (`u32`), rANS stream length (`u32`) + stream, then the IBP section of the residuals.
 
-use super::{fill, ibp, lanes, DType};
-use crate::coder::rans::{self, fit};
+use super::{carry, fill, ibp, lanes, DType};
+use crate::coder::rans::{self, fit, LOW, WAYS};
 #[cfg(target_arch = "x86_64")]
 use crate::engine::{level, KernelLevel};
 use crate::error::{Error, Result};
@@ -60,14 +61,18 @@ const SAMPLE_FROM: usize = 4 * MAX_BATCH;
 /// Values coded side by side in a group, one coder state each, for a block of `n` values
 /// written as `version`: more lanes decode faster but each costs 4 bytes of final state, and
 /// a group's exponent context is the mean of a wider previous group. A block prior pays for
-/// 32 lanes where version 5 had 16.
+/// 32 lanes where version 5 had 16; start states that carry residuals (version 8) pay back
+/// most of the final states' bytes, and for 64 lanes from `WIDE_FROM` values on.
 fn lanes_for(n: usize, version: Version) -> usize {
     match (n, version) {
         (0..0x1_0000, Version::Contexts) => 16,
+        (WIDE_FROM.., Version::Carried) => 64,
         (0..0x2_0000, _) => 32,
         _ => 64,
     }
 }
+/// Fewest values of a version-8 block coded in 64 lanes.
+const WIDE_FROM: usize = 0x4000;
 /// Exponent counts are halved when they reach this total; mantissa-top counts per exponent
 /// at `M_HALVE`.
 const E_HALVE: u32 = 1 << 13;
@@ -537,7 +542,7 @@ pub(super) struct Model {
     /// by a `m_lazy`th since its last fit.
     m_lazy: u32,
     m_min: u32,
-    /// Whether only every other group is counted from value `SAMPLE_FROM` on (version 7).
+    /// Whether only every other group is counted from value `SAMPLE_FROM` on (since version 7).
     sampled: bool,
 }
 
@@ -985,7 +990,7 @@ fn encode_w<const W: usize, const EB: u32>(
     let mut ctx = Contexts::from_base(base);
     let n = data.len() / W;
     let mut model = Model::new(f, CONTEXTS, false);
-    model.sampled = version == Version::Sampled;
+    model.sampled = version.sampled();
     let prior = version
         .has_prior()
         .then(|| Prior::from_survey(&sv, model.m_syms));
@@ -1000,6 +1005,7 @@ fn encode_w<const W: usize, const EB: u32>(
     // residuals, whatever the batches) between batches.
     let mut residual = vec![0u64; ibp::GROUP + MAX_BATCH];
     let mut held = 0;
+    let mut carried = Vec::new();
     let mut packer = ibp::Packer::new(f.rbits(), n);
     let (mut i, mut k, mut residuals) = (0usize, 0u32, 0u32);
     while i < n {
@@ -1019,6 +1025,13 @@ fn encode_w<const W: usize, const EB: u32>(
         }
         held += em.len() - zeros;
         residuals += (end - i - zeros) as u32;
+        if end == n && version.carries() {
+            // The block's last residuals go to the coder's start states, not to IBP.
+            let v = carry::count(lanes, f.rbits(), em.len() - zeros);
+            carried.extend_from_slice(&residual[held - v..held]);
+            held -= v;
+            residuals -= v as u32;
+        }
         if held >= ibp::GROUP {
             packer.group(&residual[..ibp::GROUP]);
             residual.copy_within(ibp::GROUP..held, 0);
@@ -1071,7 +1084,11 @@ fn encode_w<const W: usize, const EB: u32>(
     out.extend_from_slice(&residuals.to_le_bytes());
     let at = out.len();
     out.extend_from_slice(&[0; 4]);
-    kernel.encode(&mut syms, out);
+    let start = match version.carries() {
+        true => carry::states(carried, f.rbits(), lanes),
+        false => [LOW; WAYS],
+    };
+    kernel.encode(&mut syms, &start, out);
     syms.recycle();
     let len = (out.len() - at - 4) as u32;
     out[at..at + 4].copy_from_slice(&len.to_le_bytes());
@@ -1148,7 +1165,7 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
         false => (Contexts::one(), 1),
     };
     let mut model = Model::new(f, ctxs, true);
-    model.sampled = version == Version::Sampled;
+    model.sampled = version.sampled();
     let mut head_len = top_len;
     if version.has_prior() {
         let (prior, len) = Prior::read(&body[top_len..], model.m_syms)?;
@@ -1180,6 +1197,8 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
     // A batch's residuals spread over its values, for batches with +0.0 values.
     let mut spread_buf = Vec::new();
     spread_buf.resize(MAX_BATCH, R::default());
+    // The residuals carried by the start states, and the last batch's with them.
+    let (mut carried, mut last) = (Vec::new(), Vec::new());
     let (mut x, mut words) = rans::Decoder::new(stream, lanes)?.split();
     let start = out.len();
     out.reserve(n * W);
@@ -1193,7 +1212,22 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
         kernel.lanes(&mut x, &mut words, &model, em, lanes, &mut ctx, groups);
         let span = model.count_batch(em, groups, lanes, i);
         let zeros = span.zeros;
-        let res = residuals.take(em.len() - zeros)?;
+        let nonzero = em.len() - zeros;
+        // Since version 8 the last batch's last residuals are in the coder's start states, on
+        // which the decoder has just ended.
+        let carries = end == n && version.carries();
+        let v = match carries {
+            true => carry::count(lanes, f.rbits(), nonzero),
+            false => 0,
+        };
+        let mut res = residuals.take(nonzero - v)?;
+        if carries {
+            carried = carry::take::<R>(&x, f.rbits(), lanes, v)?;
+            last.clear();
+            last.extend_from_slice(res);
+            last.extend_from_slice(&carried);
+            res = &last;
+        }
         let slots = &mut values[i * W..end * W];
         match (zeros > 0, f.signed) {
             (false, true) => join_all::<W, EB, true, false, R>(em, res, slots),
@@ -1218,7 +1252,11 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
     if residuals.unpacker.consumed() != rest.len() {
         return Err(bad("unexpected bytes after the data"));
     }
-    rans::Decoder::join(x, words).finish()?;
+    let x0 = match version.carries() {
+        true => carry::states(carried.iter().map(|r| r.to_u64()), f.rbits(), lanes),
+        false => [LOW; WAYS],
+    };
+    rans::Decoder::join(x, words).finish_at(&x0)?;
     model.recycle();
     // SAFETY: the batches cover values 0..n and every value's W bytes were written.
     unsafe { out.set_len(start + n * W) };
@@ -1320,7 +1358,7 @@ fn read<const W: usize>(v: &[u8]) -> u64 {
 
 /// Codes `data`, an array of `dtype` values (a partial last value is kept raw).
 pub fn encode(data: &[u8], dtype: DType) -> Vec<u8> {
-    encode_with(data, dtype, lanes::Kernel::detect(), Version::Sampled)
+    encode_with(data, dtype, lanes::Kernel::detect(), Version::Carried)
 }
 
 /// Layout of a tensor block payload, by the format version that wrote it.
@@ -1334,12 +1372,25 @@ pub(super) enum Version {
     Prior,
     /// Version 7: as 6, and from value `SAMPLE_FROM` on only every other group is counted.
     Sampled,
+    /// Version 8: as 7, with 64 lanes from `WIDE_FROM` values on, and the coder's start
+    /// states carrying the block's last residuals (`carry`).
+    Carried,
 }
 
 impl Version {
     /// Whether a block prior follows the context base.
     fn has_prior(self) -> bool {
-        matches!(self, Version::Prior | Version::Sampled)
+        matches!(self, Version::Prior | Version::Sampled | Version::Carried)
+    }
+
+    /// Whether only every other group is counted from value `SAMPLE_FROM` on.
+    fn sampled(self) -> bool {
+        matches!(self, Version::Sampled | Version::Carried)
+    }
+
+    /// Whether the coder's start states carry residuals.
+    fn carries(self) -> bool {
+        self == Version::Carried
     }
 }
 
@@ -1369,7 +1420,7 @@ fn encode_with(data: &[u8], dtype: DType, kernel: lanes::Kernel, version: Versio
 
 /// Decodes a payload written by `encode` that must hold exactly `raw_len` bytes.
 pub fn decode(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
-    decode_with(payload, raw_len, lanes::Kernel::detect(), Version::Sampled)
+    decode_with(payload, raw_len, lanes::Kernel::detect(), Version::Carried)
 }
 
 /// Decodes a payload laid out as `version` (the layout its archive's format version gives).
@@ -1490,18 +1541,30 @@ mod tests {
         let n = data.len() / W;
         let lanes = lanes_for(n, version);
         let mut model = Model::new(f, CONTEXTS, false);
-        model.sampled = version == Version::Sampled;
+        model.sampled = version.sampled();
         if version.has_prior() {
             model.seed(&Prior::from_survey(&sv, model.m_syms));
         }
         let mut enc = rans::Encoder::new(2 * n, lanes);
         let (mut i, mut k) = (0usize, 0u32);
+        let mut start = [LOW; WAYS];
         while i < n {
             let end = (i + batch_len(k)).min(n);
             let em: Vec<u16> = data[i * W..end * W]
                 .chunks_exact(W)
                 .map(|v| f.split(read::<W>(v)).0)
                 .collect();
+            if end == n && version.carries() {
+                // The residuals of the last batch's last values other than +0.0.
+                let rest: Vec<u64> = data[i * W..end * W]
+                    .chunks_exact(W)
+                    .map(read::<W>)
+                    .filter(|&v| v != 0)
+                    .map(|v| f.split(v).1)
+                    .collect();
+                let v = carry::count(lanes, f.rbits(), rest.len());
+                start = carry::states(rest[rest.len() - v..].iter().copied(), f.rbits(), lanes);
+            }
             let mut contexts = Vec::new();
             for group in em.chunks(lanes) {
                 let c = ctx.next as usize;
@@ -1532,7 +1595,7 @@ mod tests {
             k += 1;
         }
         let mut out = Vec::new();
-        enc.finish(&mut out);
+        enc.finish_from(&start, &mut out);
         out
     }
 
@@ -1613,7 +1676,12 @@ mod tests {
         let big = with_escapes(270_003);
         let signed = to_bytes(DType::F16, &skewed_signs(40_000));
         let rows = to_bytes(DType::F32, &scaled_rows(150_001));
-        for v in [Version::Sampled, Version::Prior, Version::Contexts] {
+        for v in [
+            Version::Carried,
+            Version::Sampled,
+            Version::Prior,
+            Version::Contexts,
+        ] {
             for kernel in lanes::Kernel::supported() {
                 let got = encode_with(&rows, DType::F32, kernel, v);
                 assert!(
@@ -1694,8 +1762,44 @@ mod tests {
                 let data = to_bytes(dtype, &w);
                 let packed = encode(&data, dtype);
                 for kernel in lanes::Kernel::supported() {
-                    let back = decode_with(&packed, data.len(), kernel, Version::Sampled);
+                    let back = decode_with(&packed, data.len(), kernel, Version::Carried);
                     assert!(back.unwrap() == data, "{dtype:?} {kernel:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn residuals_carried_by_the_start_states_round_trip() {
+        // Blocks shorter than a group, at the lane-count threshold, ending with a batch of a
+        // few values or of +0.0 only (nothing to carry).
+        for n in [
+            1,
+            2,
+            17,
+            100,
+            4_097,
+            WIDE_FROM - 1,
+            WIDE_FROM,
+            WIDE_FROM + 3,
+            20_480,
+        ] {
+            for zero_tail in [0, 5, 3_000] {
+                let mut w = weights(n, n as u64);
+                let len = w.len();
+                w[len - zero_tail.min(len)..]
+                    .iter_mut()
+                    .for_each(|v| *v = 0.0);
+                for dtype in [DType::BF16, DType::F32, DType::F64] {
+                    let data = to_bytes(dtype, &w);
+                    let packed = encode(&data, dtype);
+                    for kernel in lanes::Kernel::supported() {
+                        let back = decode_with(&packed, data.len(), kernel, Version::Carried);
+                        assert!(
+                            back.unwrap() == data,
+                            "{n} {zero_tail} {dtype:?} {kernel:?}"
+                        );
+                    }
                 }
             }
         }
@@ -1731,7 +1835,12 @@ mod tests {
             (&signed, DType::BF16),
         ];
         for (data, dtype) in cases {
-            for v in [Version::Sampled, Version::Prior, Version::Contexts] {
+            for v in [
+                Version::Carried,
+                Version::Sampled,
+                Version::Prior,
+                Version::Contexts,
+            ] {
                 let packed = encode_with(data, dtype, lanes::Kernel::detect(), v);
                 for kernel in lanes::Kernel::supported() {
                     let back = decode_with(&packed, data.len(), kernel, v).unwrap();
@@ -1794,6 +1903,9 @@ mod tests {
             (DType::BF16, 140_000, Version::Prior),
             (DType::F32, 70_000, Version::Sampled),
             (DType::BF16, 140_000, Version::Sampled),
+            (DType::F64, 6000, Version::Carried),
+            (DType::F32, 70_000, Version::Carried),
+            (DType::BF16, 140_000, Version::Carried),
         ];
         for (dtype, n, v) in cases {
             let data = to_bytes(dtype, &weights(n, 4));

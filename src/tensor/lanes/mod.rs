@@ -252,10 +252,11 @@ fn encode_group_scalar(
 }
 
 impl Kernel {
-    /// Writes the rANS stream of `s` to `out` (the layout of `rans::write_stream`; tests check
-    /// it is what the generic `rans::Encoder` writes for the same symbols).
-    pub(super) fn encode(self, syms: &mut Symbols, out: &mut Vec<u8>) {
-        let mut x: States = [rans::LOW; WAYS];
+    /// Writes the rANS stream of `syms`, the states starting at `start`, to `out` (the layout
+    /// of `rans::write_stream`; tests check it is what the generic `rans::Encoder` writes for
+    /// the same symbols).
+    pub(super) fn encode(self, syms: &mut Symbols, start: &States, out: &mut Vec<u8>) {
+        let mut x: States = *start;
         // At most one word per symbol, and room for a vector store past the last one.
         let mut words = std::mem::take(&mut syms.words);
         set_len(
