@@ -34,10 +34,7 @@ fn main() {
                     // Best of SEP_REPS (default 3) runs of each, to see through a noisy machine.
                     let (mut te, mut td) = (f64::MAX, f64::MAX);
                     let (mut p, mut back) = (Vec::new(), Vec::new());
-                    let reps: usize = std::env::var("SEP_REPS")
-                        .ok()
-                        .and_then(|s| s.parse().ok())
-                        .unwrap_or(3);
+                    let reps = reps();
                     // SEP_ONLY=decode (or encode) repeats just that half, for profiles.
                     let only = std::env::var("SEP_ONLY").unwrap_or_default();
                     for rep in 0..reps {
@@ -84,15 +81,19 @@ fn main() {
     }
 }
 
-/// Best of `SEP_REPS` (default 3) runs of `f`, in seconds, and its last result.
-fn best_of<T>(mut f: impl FnMut() -> T) -> (f64, T) {
-    let reps: usize = std::env::var("SEP_REPS")
+/// Runs of each half to keep the best of: `SEP_REPS`, default 3.
+fn reps() -> usize {
+    std::env::var("SEP_REPS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(3);
+        .unwrap_or(3)
+}
+
+/// Best of `reps()` runs of `f`, in seconds, and its last result.
+fn best_of<T>(mut f: impl FnMut() -> T) -> (f64, T) {
     let mut best = f64::MAX;
     let mut last = None;
-    for _ in 0..reps.max(1) {
+    for _ in 0..reps().max(1) {
         let t = Instant::now();
         last = Some(f());
         best = best.min(t.elapsed().as_secs_f64());

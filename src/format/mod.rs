@@ -12,8 +12,8 @@ pub const END_MAGIC: [u8; 4] = [b'S', b'E', b'P', 0x89];
 /// Format version written by this build; it reads versions 1 to this one (version 1 archives
 /// only use the stored and model codecs; version 2 orders a tensor block's rANS symbols value
 /// by value on 4 states; versions 2 to 5 code tensor payloads differently (5: no block prior)
-/// and 2 to 4 have no header codec, 6 counts every value of a tensor block; otherwise the
-/// layout is the same).
+/// and 2 to 4 have no header codec, 6 counts every value of a tensor block, 6 and 7 start
+/// its coder states empty; otherwise the layout is the same).
 pub const VERSION: u16 = 8;
 /// Largest block size an archive may declare.
 pub const MAX_BLOCK_SIZE: u64 = 1 << 30;

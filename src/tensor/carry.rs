@@ -43,15 +43,16 @@ pub(super) fn states(res: impl IntoIterator<Item = u64>, rbits: u32, lanes: usiz
     x
 }
 
-/// The `v` residuals of `rbits` bits carried by the final decoder states `x` of `lanes`
-/// lanes; an error unless `x` is exactly what `states` makes of them.
+/// Appends to `out` the `v` residuals of `rbits` bits carried by the final decoder states `x`
+/// of `lanes` lanes; an error unless `x` is exactly what `states` makes of them.
 pub(super) fn take<R: ibp::Word>(
     x: &[u32; WAYS],
     rbits: u32,
     lanes: usize,
     v: usize,
-) -> Result<Vec<R>> {
-    let mut out = Vec::with_capacity(v);
+    out: &mut Vec<R>,
+) -> Result<()> {
+    let at = out.len();
     let (mut acc, mut held, mut lane) = (0u128, 0u32, 0usize);
     let mask = (1u128 << rbits) - 1;
     for _ in 0..v {
@@ -64,12 +65,12 @@ pub(super) fn take<R: ibp::Word>(
         acc >>= rbits;
         held = held.saturating_sub(rbits);
     }
-    if states(out.iter().map(|r| r.to_u64()), rbits, lanes) != *x {
+    if states(out[at..].iter().map(|r| r.to_u64()), rbits, lanes) != *x {
         return Err(Error::Corrupt(
             "entropy-coded stream does not decode".into(),
         ));
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -90,17 +91,20 @@ mod tests {
                 let x = states(res.iter().copied(), rbits, lanes);
                 assert!(x.iter().all(|&s| s >= LOW));
                 assert!(x[lanes..].iter().all(|&s| s == LOW));
-                let back: Vec<u64> = take(&x, rbits, lanes, v).unwrap();
-                assert_eq!(back, res);
+                // Appended after what the vector held.
+                let mut back = vec![9u64];
+                take(&x, rbits, lanes, v, &mut back).unwrap();
+                assert_eq!(back[0], 9);
+                assert_eq!(back[1..], res[..]);
                 // A flipped payload bit past the residuals, or a cleared top bit, is caught.
                 let mut bad = x;
                 bad[lanes - 1] ^= 1 << 30;
                 if v * (rbits as usize) < lanes * BITS as usize - 1 {
-                    assert!(take::<u64>(&bad, rbits, lanes, v).is_err());
+                    assert!(take(&bad, rbits, lanes, v, &mut Vec::<u64>::new()).is_err());
                 }
                 let mut bad = x;
                 bad[0] &= !TOP;
-                assert!(take::<u64>(&bad, rbits, lanes, v).is_err());
+                assert!(take(&bad, rbits, lanes, v, &mut Vec::<u64>::new()).is_err());
             }
         }
     }

@@ -1197,8 +1197,14 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
     // A batch's residuals spread over its values, for batches with +0.0 values.
     let mut spread_buf = Vec::new();
     spread_buf.resize(MAX_BATCH, R::default());
-    // The residuals carried by the start states, and the last batch's with them.
-    let (mut carried, mut last) = (Vec::new(), Vec::new());
+    // The last batch's residuals with those the start states carry, and the states the
+    // decoder must end on (since version 8: found in the last batch; with no values, carrying
+    // nothing).
+    let mut last = Vec::new();
+    let mut x0 = match version.carries() {
+        true => carry::states([], f.rbits(), lanes),
+        false => [LOW; WAYS],
+    };
     let (mut x, mut words) = rans::Decoder::new(stream, lanes)?.split();
     let start = out.len();
     out.reserve(n * W);
@@ -1222,10 +1228,10 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
         };
         let mut res = residuals.take(nonzero - v)?;
         if carries {
-            carried = carry::take::<R>(&x, f.rbits(), lanes, v)?;
             last.clear();
             last.extend_from_slice(res);
-            last.extend_from_slice(&carried);
+            carry::take(&x, f.rbits(), lanes, v, &mut last)?;
+            x0 = x;
             res = &last;
         }
         let slots = &mut values[i * W..end * W];
@@ -1252,10 +1258,6 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
     if residuals.unpacker.consumed() != rest.len() {
         return Err(bad("unexpected bytes after the data"));
     }
-    let x0 = match version.carries() {
-        true => carry::states(carried.iter().map(|r| r.to_u64()), f.rbits(), lanes),
-        false => [LOW; WAYS],
-    };
     rans::Decoder::join(x, words).finish_at(&x0)?;
     model.recycle();
     // SAFETY: the batches cover values 0..n and every value's W bytes were written.
