@@ -482,7 +482,11 @@ fn run_info(file: PathBuf) -> Result<(), Failure> {
         "ratio:          {:.3}",
         ratio(t.total_len, info.archive_bytes)
     );
-    let _ = writeln!(s, "checksum:       xxh3-64 {:016x}", t.data_hash);
+    let of = match info.header.version {
+        ..=8 => "the data",
+        _ => "the block checksums",
+    };
+    let _ = writeln!(s, "checksum:       xxh3-64 {:016x} (of {of})", t.data_hash);
     let _ = writeln!(s, "blocks:         {}", t.table.len());
     let _ = writeln!(
         s,

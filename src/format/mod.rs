@@ -1,9 +1,11 @@
 //! The archive layout: header, length-prefixed block records, trailer with the block table.
 //! FORMAT.md at the top of the project documents every field.
 
+pub mod checksum;
+
 use crate::error::{Error, Result};
+use checksum::xxh3_64;
 use std::io::{Read, Write};
-use xxhash_rust::xxh3::xxh3_64;
 
 /// First bytes of every archive.
 pub const MAGIC: [u8; 4] = [0x89, b'S', b'E', b'P'];
@@ -13,8 +15,9 @@ pub const END_MAGIC: [u8; 4] = [b'S', b'E', b'P', 0x89];
 /// only use the stored and model codecs; version 2 orders a tensor block's rANS symbols value
 /// by value on 4 states; versions 2 to 5 code tensor payloads differently (5: no block prior)
 /// and 2 to 4 have no header codec, 6 counts every value of a tensor block, 6 and 7 start
-/// its coder states empty; otherwise the layout is the same).
-pub const VERSION: u16 = 8;
+/// its coder states empty, 1 to 8 checksum all original bytes in the trailer instead of the
+/// blocks' checksums; otherwise the layout is the same).
+pub const VERSION: u16 = 9;
 /// Largest block size an archive may declare.
 pub const MAX_BLOCK_SIZE: u64 = 1 << 30;
 /// Largest model configuration an archive may declare.
@@ -296,12 +299,42 @@ pub struct TableEntry {
     pub codec: Codec,
 }
 
+/// The trailer's whole-data checksum, built block by block: since format version 9 the xxh3-64
+/// of the blocks' original checksums in order (8 bytes each), before it of all original bytes.
+pub struct DataHash {
+    hasher: checksum::Xxh3,
+    of_blocks: bool,
+}
+
+impl DataHash {
+    /// Nothing taken in yet, for an archive of format `version`.
+    pub fn new(version: u16) -> Self {
+        DataHash {
+            hasher: checksum::Xxh3::new(),
+            of_blocks: version >= 9,
+        }
+    }
+
+    /// Takes in the next block: its original bytes and their (verified) checksum.
+    pub fn block(&mut self, data: &[u8], raw_hash: u64) {
+        match self.of_blocks {
+            true => self.hasher.update(&raw_hash.to_le_bytes()),
+            false => self.hasher.update(data),
+        }
+    }
+
+    /// The checksum of the blocks taken in so far.
+    pub fn digest(&self) -> u64 {
+        self.hasher.digest()
+    }
+}
+
 /// The trailer: totals, whole-data checksum and the block table.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Trailer {
     /// Total original length.
     pub total_len: u64,
-    /// xxh3-64 of all original bytes.
+    /// Checksum of the whole original data (see `DataHash`).
     pub data_hash: u64,
     /// One entry per block, in order.
     pub table: Vec<TableEntry>,
@@ -415,10 +448,11 @@ mod tests {
         assert_eq!(back, h);
         assert_eq!(len, b.len() as u64);
         let mut bad = b.clone();
-        bad[4] = 9;
+        let next = VERSION + 1;
+        bad[4..6].copy_from_slice(&next.to_le_bytes());
         assert!(matches!(
             Header::read(&mut Cursor::new(&bad)),
-            Err(Error::UnsupportedVersion { found: 9, .. })
+            Err(Error::UnsupportedVersion { found, .. }) if found == next
         ));
         let mut bad = b.clone();
         bad[13] ^= 1;

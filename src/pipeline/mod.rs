@@ -4,22 +4,24 @@
 
 mod backend;
 mod block;
+mod buffers;
 
 pub use backend::{Arena, Backend, CpuBackend};
 pub use block::{decode_lanes, encode_lanes, ProgressFn};
 
 use crate::engine::{set_level, ENGINE_VERSION};
 use crate::error::{Error, Result};
-use crate::format::{BlockRecord, Codec, Header, Next, TableEntry, Trailer};
+use crate::format::checksum::xxh3_64;
+use crate::format::{BlockRecord, Codec, DataHash, Header, Next, TableEntry, Trailer};
 use crate::model::ModelConfig;
 use crate::select::code_block;
 use crate::tensor::{Kind, Segment};
 use crate::{Options, Stats};
+use buffers::Buffers;
 use crossbeam_channel::{bounded, unbounded};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 /// Reads until `buf` is full or the input ends; returns the number of bytes read.
 fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -125,7 +127,11 @@ impl Plan {
     }
 
     /// Reads the next block and its kind, or `None` at the end of the input.
-    fn next_block(&mut self, input: &mut impl Read) -> Result<Option<(Vec<u8>, Kind)>> {
+    fn next_block(
+        &mut self,
+        input: &mut impl Read,
+        buffers: &Buffers,
+    ) -> Result<Option<(Vec<u8>, Kind)>> {
         loop {
             let Some(seg) = self.segments.front() else {
                 return Ok(None);
@@ -145,7 +151,7 @@ impl Plan {
             };
             let want = bs.min(seg.len) as usize;
             let kind = seg.kind;
-            let mut buf = vec![0u8; want];
+            let mut buf = buffers.sized(want);
             let n = read_full(input, &mut buf)?;
             buf.truncate(n);
             if n < want {
@@ -245,7 +251,7 @@ pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) 
         count: 0,
     };
     out.write_all(&header.to_bytes())?;
-    let mut hasher = Xxh3::new();
+    let mut hasher = DataHash::new(header.version);
     let mut table = Vec::new();
     let mut total = 0u64;
     let progress: ProgressFn = match &opts.progress {
@@ -253,28 +259,33 @@ pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) 
         None => &noop,
     };
     let model = &opts.model;
+    let blocks = Buffers::new();
     run_ordered(
         opts.threads,
-        || plan.next_block(input),
+        || plan.next_block(input, &blocks),
         |(data, kind): (Vec<u8>, Kind)| {
             let raw_hash = xxh3_64(&data);
             let (codec, payload) = code_block(&data, kind, tensor_file, &backend, model, progress);
-            (data, raw_hash, codec, payload)
+            let payload_hash = match codec {
+                Codec::Stored => raw_hash,
+                _ => xxh3_64(&payload),
+            };
+            (data, raw_hash, codec, payload, payload_hash)
         },
-        |(data, raw_hash, codec, payload)| {
+        |(data, raw_hash, codec, payload, payload_hash)| {
             let payload = if codec == Codec::Stored {
                 &data[..]
             } else {
                 &payload[..]
             };
-            hasher.update(&data);
+            hasher.block(&data, raw_hash);
             total += data.len() as u64;
             let rec = BlockRecord {
                 codec,
                 raw_len: data.len() as u64,
                 payload_len: payload.len() as u64,
                 raw_hash,
-                payload_hash: xxh3_64(payload),
+                payload_hash,
             };
             table.push(TableEntry {
                 offset: out.count,
@@ -287,6 +298,7 @@ pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) 
             if let Some(b) = &opts.on_block {
                 b(rec.raw_len, BlockRecord::LEN + rec.payload_len);
             }
+            blocks.give(data);
             Ok(())
         },
     )?;
@@ -323,9 +335,10 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
     };
     let mut offset = header_len;
     let mut seen: Vec<TableEntry> = Vec::new();
-    let mut hasher = Xxh3::new();
+    let mut hasher = DataHash::new(header.version);
     let mut total = 0u64;
     let mut at_end = false;
+    let (payloads, blocks) = (Buffers::new(), Buffers::new());
     run_ordered(
         opts.threads,
         || {
@@ -338,13 +351,10 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
                     Ok(None)
                 }
                 Next::Block(rec) => {
-                    let mut payload = vec![0u8; rec.payload_len as usize];
+                    let mut payload = payloads.sized(rec.payload_len as usize);
                     input
                         .read_exact(&mut payload)
                         .map_err(|e| Error::eof_as_truncated(e, "inside a block"))?;
-                    if xxh3_64(&payload) != rec.payload_hash {
-                        return Err(Error::Checksum(format!("block {}", seen.len())));
-                    }
                     seen.push(TableEntry {
                         offset,
                         raw_len: rec.raw_len,
@@ -356,41 +366,40 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
                 }
             }
         },
-        |(index, rec, payload): (usize, BlockRecord, Vec<u8>)| -> Result<Vec<u8>> {
-            let data = match rec.codec {
-                Codec::Stored => {
-                    progress(rec.raw_len);
-                    payload
-                }
-                Codec::Model => backend.decode(&payload, rec.raw_len as usize, &model, progress)?,
-                Codec::Tensor => {
-                    let raw_len = rec.raw_len as usize;
-                    let data = crate::tensor::decode_version(&payload, raw_len, header.version)?;
-                    progress(rec.raw_len);
-                    data
-                }
-                Codec::Header => {
-                    let data = crate::tensor::header::decode(&payload, rec.raw_len as usize)?;
-                    progress(rec.raw_len);
-                    data
-                }
-                Codec::Zstd => {
-                    let data = zstd::bulk::decompress(&payload, rec.raw_len as usize)
-                        .map_err(|e| Error::Corrupt(format!("zstd block {index}: {e}")))?;
-                    progress(rec.raw_len);
-                    data
-                }
-            };
-            if data.len() as u64 != rec.raw_len || xxh3_64(&data) != rec.raw_hash {
+        |(index, rec, mut payload): (usize, BlockRecord, Vec<u8>)| -> Result<(Vec<u8>, u64)> {
+            if xxh3_64(&payload) != rec.payload_hash {
                 return Err(Error::Checksum(format!("block {index}")));
             }
-            Ok(data)
+            let raw_len = rec.raw_len as usize;
+            let mut data = blocks.empty(raw_len);
+            match rec.codec {
+                Codec::Stored => std::mem::swap(&mut data, &mut payload),
+                Codec::Model => data = backend.decode(&payload, raw_len, &model, progress)?,
+                Codec::Tensor => {
+                    crate::tensor::decode_version(&payload, raw_len, header.version, &mut data)?
+                }
+                Codec::Header => data = crate::tensor::header::decode(&payload, raw_len)?,
+                Codec::Zstd => {
+                    zstd::bulk::Decompressor::new()
+                        .and_then(|mut z| z.decompress_to_buffer(&payload[..], &mut data))
+                        .map_err(|e| Error::Corrupt(format!("zstd block {index}: {e}")))?;
+                }
+            }
+            if rec.codec != Codec::Model {
+                progress(rec.raw_len);
+            }
+            payloads.give(payload);
+            if data.len() != raw_len || xxh3_64(&data) != rec.raw_hash {
+                return Err(Error::Checksum(format!("block {index}")));
+            }
+            Ok((data, rec.raw_hash))
         },
-        |data| {
-            let data = data?;
-            hasher.update(&data);
+        |done| {
+            let (data, raw_hash) = done?;
+            hasher.block(&data, raw_hash);
             total += data.len() as u64;
             output.write_all(&data)?;
+            blocks.give(data);
             Ok(())
         },
     )?;

@@ -15,19 +15,27 @@ pub use planes::{decode, encode};
 
 use crate::error::{Error, Result};
 
-/// Decodes a tensor payload from an archive of format `version` (`decode` reads the current
-/// one).
-pub fn decode_version(payload: &[u8], raw_len: usize, version: u16) -> Result<Vec<u8>> {
+/// Decodes a tensor payload from an archive of format `version` into `out`, replacing what it
+/// held (`decode` reads the current version into a new vector).
+pub fn decode_version(
+    payload: &[u8],
+    raw_len: usize,
+    version: u16,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     use planes::Version;
     let layout = match version {
-        ..=2 => return legacy::decode(payload, raw_len),
+        ..=2 => {
+            *out = legacy::decode(payload, raw_len)?;
+            return Ok(());
+        }
         3 => Version::OneContext,
         4 | 5 => Version::Contexts,
         6 => Version::Prior,
         7 => Version::Sampled,
         _ => Version::Carried,
     };
-    planes::decode_as(payload, raw_len, layout)
+    planes::decode_as(payload, raw_len, layout, out)
 }
 
 /// Element type of a float array.

@@ -1425,9 +1425,15 @@ pub fn decode(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
     decode_with(payload, raw_len, lanes::Kernel::detect(), Version::Carried)
 }
 
-/// Decodes a payload laid out as `version` (the layout its archive's format version gives).
-pub(super) fn decode_as(payload: &[u8], raw_len: usize, version: Version) -> Result<Vec<u8>> {
-    decode_with(payload, raw_len, lanes::Kernel::detect(), version)
+/// Decodes a payload laid out as `version` (the layout its archive's format version gives)
+/// into `out`, replacing what it held.
+pub(super) fn decode_as(
+    payload: &[u8],
+    raw_len: usize,
+    version: Version,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    decode_into(payload, raw_len, lanes::Kernel::detect(), version, out)
 }
 
 fn decode_with(
@@ -1436,6 +1442,18 @@ fn decode_with(
     kernel: lanes::Kernel,
     version: Version,
 ) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    decode_into(payload, raw_len, kernel, version, &mut out)?;
+    Ok(out)
+}
+
+fn decode_into(
+    payload: &[u8],
+    raw_len: usize,
+    kernel: lanes::Kernel,
+    version: Version,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     let bad = |what: &str| Error::Corrupt(format!("tensor block: {what}"));
     let (&tag, rest) = payload.split_first().ok_or_else(|| bad("empty"))?;
     let dtype = DType::from_tag(tag)?;
@@ -1450,16 +1468,17 @@ fn decode_with(
         .get(5..5 + tail_len)
         .ok_or_else(|| bad("tail cut short"))?;
     let body = &rest[5 + tail_len..];
-    let mut out = Vec::with_capacity(raw_len);
+    out.clear();
+    out.reserve(raw_len);
     let c = version;
     match dtype {
-        DType::F16 => decode_w::<2, 5, u32>(body, n, kernel, c, &mut out)?,
-        DType::BF16 => decode_w::<2, 8, u32>(body, n, kernel, c, &mut out)?,
-        DType::F32 => decode_w::<4, 8, u32>(body, n, kernel, c, &mut out)?,
-        DType::F64 => decode_w::<8, 8, u64>(body, n, kernel, c, &mut out)?,
+        DType::F16 => decode_w::<2, 5, u32>(body, n, kernel, c, out)?,
+        DType::BF16 => decode_w::<2, 8, u32>(body, n, kernel, c, out)?,
+        DType::F32 => decode_w::<4, 8, u32>(body, n, kernel, c, out)?,
+        DType::F64 => decode_w::<8, 8, u64>(body, n, kernel, c, out)?,
     }
     out.extend_from_slice(tail);
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
