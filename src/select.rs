@@ -218,4 +218,31 @@ mod tests {
         assert_eq!(sample(&noise).len(), SAMPLE);
         assert_eq!(sample(&noise[..100]).len(), 100);
     }
+
+    #[test]
+    fn structured_tensors_go_to_zstd() {
+        // A Hann-windowed cosine and sine basis, 258 rows of 256 (as audio models store their
+        // STFT): zstd -19 codes it at ~4x, the tensor codec at ~1.2x.
+        let n = 256;
+        let mut data = Vec::new();
+        for row in 0..258 {
+            let (k, sine) = (row % 129, row >= 129);
+            for i in 0..n {
+                let t = std::f64::consts::TAU * i as f64 / n as f64;
+                let w = 0.5 - 0.5 * t.cos();
+                let v = if sine {
+                    (t * k as f64).sin()
+                } else {
+                    (t * k as f64).cos()
+                };
+                data.extend_from_slice(&((v * w) as f32).to_le_bytes());
+            }
+        }
+        let backend = crate::pipeline::CpuBackend::default();
+        let model = ModelConfig::default();
+        let kind = Kind::Tensor(tensor::DType::F32);
+        let (codec, payload) = code_block(&data, kind, true, &backend, &model, &|_| {});
+        assert_eq!(codec, Codec::Zstd);
+        assert!(payload.len() * 3 < data.len(), "{}", payload.len());
+    }
 }
