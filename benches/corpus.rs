@@ -2,7 +2,8 @@
 //!
 //! `cargo bench --bench corpus` runs every file of ../shared/corpora (unpacked to target/corpora);
 //! `SEP_BENCH_FILES="text/book1 binary/obj2"` picks files (relative to target/corpora, or paths).
-//! Prints a markdown table; `SEP_BENCH_OUT=path` also writes it to a file.
+//! `SEP_BENCH_THREADS=N` runs sep with N threads (default: every core). Prints a markdown table;
+//! `SEP_BENCH_OUT=path` also writes it to a file.
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -103,11 +104,16 @@ fn main() {
     let base = corpora();
     let tmp = tempfile::tempdir().expect("tempdir");
     let (xz, zstd) = (tool_exists("xz"), tool_exists("zstd"));
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // `SEP_BENCH_THREADS=1` times sep on one core, like xz and zstd.
+    let threads = std::env::var("SEP_BENCH_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let t_arg = threads.to_string();
     let mut table = String::new();
     table.push_str(
-        "| file | size | sep | xz -9e | zstd -19 | sep/xz | sep comp KB/s | sep decomp KB/s | xz comp KB/s | zstd comp KB/s | sep peak MB |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| file | size | sep | xz -9e | zstd -19 | sep/xz | sep comp KB/s | sep decomp KB/s | xz comp KB/s | zstd comp KB/s | zstd decomp KB/s | sep peak MB |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let mut totals = [0u64; 4];
     for (name, path) in files(&base) {
@@ -120,11 +126,13 @@ fn main() {
         let archive = tmp.path().join("a.sep");
         let back = tmp.path().join("back");
         let mut c = Command::new(sep);
-        c.args(["compress", "-q", "-f", "-c"]).arg(&path);
+        c.args(["compress", "-q", "-f", "-c", "-T", &t_arg])
+            .arg(&path);
         let comp = measure(c, &archive).expect("sep compress failed");
         let sep_size = fs::metadata(&archive).expect("archive").len();
         let mut d = Command::new(sep);
-        d.args(["decompress", "-q", "-f", "-c"]).arg(&archive);
+        d.args(["decompress", "-q", "-f", "-c", "-T", &t_arg])
+            .arg(&archive);
         let dec = measure(d, &back).expect("sep decompress failed");
         assert!(
             fs::read(&back).expect("read back") == fs::read(&path).expect("read original"),
@@ -147,6 +155,12 @@ fn main() {
         } else {
             None
         };
+        // zstd -d on the archive `other` left (zstd ran last).
+        let zs_d = zs_r.and_then(|_| {
+            let mut c = Command::new("zstd");
+            c.args(["-d", "-c", "-q"]).arg(tmp.path().join("other"));
+            measure(c, &tmp.path().join("other.back")).map(|m| m.secs)
+        });
         let ratio = |c: u64| size as f64 / c.max(1) as f64;
         let kbs = |secs: f64| size as f64 / 1000.0 / secs.max(1e-9);
         let cell =
@@ -156,7 +170,7 @@ fn main() {
         totals[2] += xz_r.map_or(0, |r| r.0);
         totals[3] += zs_r.map_or(0, |r| r.0);
         let row = format!(
-            "| {name} | {size} | {:.3} | {} | {} | {} | {:.0} | {:.0} | {} | {} | {:.0} |\n",
+            "| {name} | {size} | {:.3} | {} | {} | {} | {:.0} | {:.0} | {} | {} | {} | {:.0} |\n",
             ratio(sep_size),
             cell(xz_r, &|r| format!("{:.3}", ratio(r.0))),
             cell(zs_r, &|r| format!("{:.3}", ratio(r.0))),
@@ -165,13 +179,14 @@ fn main() {
             kbs(dec.secs),
             cell(xz_r, &|r| format!("{:.0}", kbs(r.1))),
             cell(zs_r, &|r| format!("{:.0}", kbs(r.1))),
+            zs_d.map_or("-".into(), |t| format!("{:.0}", kbs(t))),
             comp.peak_kib.max(dec.peak_kib) as f64 / 1024.0,
         );
         eprint!("{row}");
         table.push_str(&row);
     }
     table.push_str(&format!(
-        "| **total** | {} | {:.3} | {} | {} | {} | | | | | |\n",
+        "| **total** | {} | {:.3} | {} | {} | {} | | | | | | |\n",
         totals[0],
         totals[0] as f64 / totals[1].max(1) as f64,
         if xz {
@@ -200,7 +215,7 @@ fn main() {
         .unwrap_or_else(|| "unknown CPU".into());
     let header = format!(
         "Ratios are original/archive (higher is better); sep/xz is xz's archive size over sep's \
-         (above 1: sep is smaller). sep ran with {threads} threads; xz and zstd single-threaded. \
+         (above 1: sep is smaller). sep ran with {threads} threads (`-T`); xz and zstd single-threaded. \
          Machine: {cpu}, {threads} cores.\n\n"
     );
     println!("{header}{table}");

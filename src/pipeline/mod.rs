@@ -259,24 +259,26 @@ pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) 
         None => &noop,
     };
     let model = &opts.model;
-    let blocks = Buffers::new();
+    let (blocks, payloads) = (Buffers::new(), Buffers::new());
     run_ordered(
         opts.threads,
         || plan.next_block(input, &blocks),
         |(data, kind): (Vec<u8>, Kind)| {
             let raw_hash = xxh3_64(&data);
-            let (codec, payload) = code_block(&data, kind, tensor_file, &backend, model, progress);
+            let spare = payloads.empty(0);
+            let (codec, payload) =
+                code_block(&data, kind, tensor_file, &backend, model, progress, spare);
             let payload_hash = match codec {
                 Codec::Stored => raw_hash,
                 _ => xxh3_64(&payload),
             };
             (data, raw_hash, codec, payload, payload_hash)
         },
-        |(data, raw_hash, codec, payload, payload_hash)| {
+        |(data, raw_hash, codec, coded, payload_hash)| {
             let payload = if codec == Codec::Stored {
                 &data[..]
             } else {
-                &payload[..]
+                &coded[..]
             };
             hasher.block(&data, raw_hash);
             total += data.len() as u64;
@@ -299,6 +301,7 @@ pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) 
                 b(rec.raw_len, BlockRecord::LEN + rec.payload_len);
             }
             blocks.give(data);
+            payloads.give(coded);
             Ok(())
         },
     )?;

@@ -349,6 +349,12 @@ fn pack_with(words: &[u64], bits: u32, out: &mut Vec<u8>, bmi2: bool) {
     p.finish(out);
 }
 
+thread_local! {
+    /// The body buffer of the last section this thread packed: reused, so that packing large
+    /// blocks does not fault in fresh pages each time.
+    static SPARE_BODY: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Packs a section group by group, so the words of one group are all it needs at a time.
 pub struct Packer {
     bits: u32,
@@ -366,11 +372,14 @@ impl Packer {
     }
 
     fn with_path(bits: u32, n: usize, bmi2: bool) -> Self {
+        let mut body = SPARE_BODY.with(|b| std::mem::take(&mut *b.borrow_mut()));
+        body.clear();
+        body.reserve(n * bits as usize / 8 + 64);
         Packer {
             bits,
             bmi2,
             lens: Vec::with_capacity(n.div_ceil(GROUP)),
-            body: Vec::with_capacity(n * bits as usize / 8 + 64),
+            body,
         }
     }
 
@@ -442,6 +451,7 @@ impl Packer {
             out.extend_from_slice(&len.to_le_bytes());
         }
         out.extend_from_slice(&self.body);
+        SPARE_BODY.with(|b| *b.borrow_mut() = self.body);
     }
 }
 

@@ -11,7 +11,7 @@ mod legacy;
 mod planes;
 
 pub use detect::{layout, sniff_stream, Kind, Segment};
-pub use planes::{decode, encode};
+pub use planes::{decode, encode, encode_into};
 
 use crate::error::{Error, Result};
 

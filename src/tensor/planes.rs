@@ -1360,7 +1360,14 @@ fn read<const W: usize>(v: &[u8]) -> u64 {
 
 /// Codes `data`, an array of `dtype` values (a partial last value is kept raw).
 pub fn encode(data: &[u8], dtype: DType) -> Vec<u8> {
-    encode_with(data, dtype, lanes::Kernel::detect(), Version::Carried)
+    let mut out = Vec::new();
+    encode_into(data, dtype, &mut out);
+    out
+}
+
+/// `encode` into `out`, replacing what it held (its room is reused).
+pub fn encode_into(data: &[u8], dtype: DType, out: &mut Vec<u8>) {
+    encode_to(data, dtype, lanes::Kernel::detect(), Version::Carried, out)
 }
 
 /// Layout of a tensor block payload, by the format version that wrote it.
@@ -1396,7 +1403,20 @@ impl Version {
     }
 }
 
+#[cfg(test)]
 fn encode_with(data: &[u8], dtype: DType, kernel: lanes::Kernel, version: Version) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_to(data, dtype, kernel, version, &mut out);
+    out
+}
+
+fn encode_to(
+    data: &[u8],
+    dtype: DType,
+    kernel: lanes::Kernel,
+    version: Version,
+    out: &mut Vec<u8>,
+) {
     assert!(
         version != Version::OneContext,
         "version 3 is read, not written"
@@ -1404,7 +1424,9 @@ fn encode_with(data: &[u8], dtype: DType, kernel: lanes::Kernel, version: Versio
     let w = dtype.width();
     let n = data.len() / w;
     let tail = &data[n * w..];
-    let mut out = Vec::with_capacity(data.len() / 2 + 64);
+    out.clear();
+    // Room for a payload as large as the data (weights take ~0.85 of it): never regrown.
+    out.reserve(data.len() + 64);
     out.push(dtype.tag());
     out.extend_from_slice(&(n as u32).to_le_bytes());
     out.push(tail.len() as u8);
@@ -1412,12 +1434,11 @@ fn encode_with(data: &[u8], dtype: DType, kernel: lanes::Kernel, version: Versio
     let body = &data[..n * w];
     let v = version;
     match dtype {
-        DType::F16 => encode_w::<2, 5>(body, kernel, v, &mut out),
-        DType::BF16 => encode_w::<2, 8>(body, kernel, v, &mut out),
-        DType::F32 => encode_w::<4, 8>(body, kernel, v, &mut out),
-        DType::F64 => encode_w::<8, 8>(body, kernel, v, &mut out),
+        DType::F16 => encode_w::<2, 5>(body, kernel, v, out),
+        DType::BF16 => encode_w::<2, 8>(body, kernel, v, out),
+        DType::F32 => encode_w::<4, 8>(body, kernel, v, out),
+        DType::F64 => encode_w::<8, 8>(body, kernel, v, out),
     }
-    out
 }
 
 /// Decodes a payload written by `encode` that must hold exactly `raw_len` bytes.
