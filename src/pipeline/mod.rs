@@ -11,7 +11,7 @@ pub use block::{decode_lanes, encode_lanes, ProgressFn};
 
 use crate::engine::{set_level, ENGINE_VERSION};
 use crate::error::{Error, Result};
-use crate::format::checksum::xxh3_64;
+use crate::format::checksum::{xxh3_64, Xxh3};
 use crate::format::{BlockRecord, Codec, DataHash, Header, Next, TableEntry, Trailer};
 use crate::model::ModelConfig;
 use crate::select::code_block;
@@ -22,6 +22,9 @@ use crossbeam_channel::{bounded, unbounded};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Bytes of a payload read (and hashed) at a time.
+const READ_PIECE: usize = 128 << 10;
 
 /// Reads until `buf` is full or the input ends; returns the number of bytes read.
 fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -355,9 +358,17 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
                 }
                 Next::Block(rec) => {
                     let mut payload = payloads.sized(rec.payload_len as usize);
-                    input
-                        .read_exact(&mut payload)
-                        .map_err(|e| Error::eof_as_truncated(e, "inside a block"))?;
+                    // Hashed piece by piece as it is read, while each piece is in cache.
+                    let mut h = Xxh3::new();
+                    for piece in payload.chunks_mut(READ_PIECE) {
+                        input
+                            .read_exact(piece)
+                            .map_err(|e| Error::eof_as_truncated(e, "inside a block"))?;
+                        h.update(piece);
+                    }
+                    if h.digest() != rec.payload_hash {
+                        return Err(Error::Checksum(format!("block {}", seen.len())));
+                    }
                     seen.push(TableEntry {
                         offset,
                         raw_len: rec.raw_len,
@@ -370,16 +381,30 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
             }
         },
         |(index, rec, mut payload): (usize, BlockRecord, Vec<u8>)| -> Result<(Vec<u8>, u64)> {
-            if xxh3_64(&payload) != rec.payload_hash {
-                return Err(Error::Checksum(format!("block {index}")));
-            }
             let raw_len = rec.raw_len as usize;
             let mut data = blocks.empty(raw_len);
+            // The tensor codec hashes its output as it writes it; the others' is hashed after.
+            let mut streamed = None;
             match rec.codec {
-                Codec::Stored => std::mem::swap(&mut data, &mut payload),
+                Codec::Stored => {
+                    std::mem::swap(&mut data, &mut payload);
+                    // The payload checksum, checked, is then the data's.
+                    if rec.payload_hash == rec.raw_hash {
+                        streamed = Some(rec.raw_hash);
+                    }
+                }
                 Codec::Model => data = backend.decode(&payload, raw_len, &model, progress)?,
                 Codec::Tensor => {
-                    crate::tensor::decode_version(&payload, raw_len, header.version, &mut data)?
+                    let mut h = Xxh3::new();
+                    let seen = &mut |piece: &[u8]| h.update(piece);
+                    crate::tensor::decode_version(
+                        &payload,
+                        raw_len,
+                        header.version,
+                        &mut data,
+                        seen,
+                    )?;
+                    streamed = Some(h.digest());
                 }
                 Codec::Header => data = crate::tensor::header::decode(&payload, raw_len)?,
                 Codec::Zstd => {
@@ -392,7 +417,8 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
                 progress(rec.raw_len);
             }
             payloads.give(payload);
-            if data.len() != raw_len || xxh3_64(&data) != rec.raw_hash {
+            let hash = streamed.unwrap_or_else(|| xxh3_64(&data));
+            if data.len() != raw_len || hash != rec.raw_hash {
                 return Err(Error::Checksum(format!("block {index}")));
             }
             Ok((data, rec.raw_hash))

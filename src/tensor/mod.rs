@@ -16,17 +16,20 @@ pub use planes::{decode, encode, encode_into};
 use crate::error::{Error, Result};
 
 /// Decodes a tensor payload from an archive of format `version` into `out`, replacing what it
-/// held (`decode` reads the current version into a new vector).
+/// held; `seen` gets the output piece by piece, in order, as it is written (`decode` reads the
+/// current version into a new vector).
 pub fn decode_version(
     payload: &[u8],
     raw_len: usize,
     version: u16,
     out: &mut Vec<u8>,
+    seen: &mut dyn FnMut(&[u8]),
 ) -> Result<()> {
     use planes::Version;
     let layout = match version {
         ..=2 => {
             *out = legacy::decode(payload, raw_len)?;
+            seen(out);
             return Ok(());
         }
         3 => Version::OneContext,
@@ -35,7 +38,7 @@ pub fn decode_version(
         7 => Version::Sampled,
         _ => Version::Carried,
     };
-    planes::decode_as(payload, raw_len, layout, out)
+    planes::decode_as(payload, raw_len, layout, out, seen)
 }
 
 /// Element type of a float array.

@@ -1140,6 +1140,7 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
     kernel: lanes::Kernel,
     version: Version,
     out: &mut Vec<u8>,
+    seen: &mut dyn FnMut(&[u8]),
 ) -> Result<()> {
     let bad = |what: &str| Error::Corrupt(format!("tensor block: {what}"));
     let contexts = version != Version::OneContext;
@@ -1248,6 +1249,8 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
                 }
             }
         }
+        // SAFETY: `join_all` wrote every byte of `slots` (W per value of the batch).
+        seen(unsafe { std::slice::from_raw_parts(slots.as_ptr().cast::<u8>(), slots.len()) });
         model.end_batch(span);
         i = end;
         k += 1;
@@ -1447,14 +1450,23 @@ pub fn decode(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
 }
 
 /// Decodes a payload laid out as `version` (the layout its archive's format version gives)
-/// into `out`, replacing what it held.
+/// into `out`, replacing what it held; `seen` gets the output piece by piece, in order, as it
+/// is written (while it is still in cache).
 pub(super) fn decode_as(
     payload: &[u8],
     raw_len: usize,
     version: Version,
     out: &mut Vec<u8>,
+    seen: &mut dyn FnMut(&[u8]),
 ) -> Result<()> {
-    decode_into(payload, raw_len, lanes::Kernel::detect(), version, out)
+    decode_into(
+        payload,
+        raw_len,
+        lanes::Kernel::detect(),
+        version,
+        out,
+        seen,
+    )
 }
 
 fn decode_with(
@@ -1464,7 +1476,7 @@ fn decode_with(
     version: Version,
 ) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    decode_into(payload, raw_len, kernel, version, &mut out)?;
+    decode_into(payload, raw_len, kernel, version, &mut out, &mut |_| {})?;
     Ok(out)
 }
 
@@ -1474,6 +1486,7 @@ fn decode_into(
     kernel: lanes::Kernel,
     version: Version,
     out: &mut Vec<u8>,
+    seen: &mut dyn FnMut(&[u8]),
 ) -> Result<()> {
     let bad = |what: &str| Error::Corrupt(format!("tensor block: {what}"));
     let (&tag, rest) = payload.split_first().ok_or_else(|| bad("empty"))?;
@@ -1493,12 +1506,13 @@ fn decode_into(
     out.reserve(raw_len);
     let c = version;
     match dtype {
-        DType::F16 => decode_w::<2, 5, u32>(body, n, kernel, c, out)?,
-        DType::BF16 => decode_w::<2, 8, u32>(body, n, kernel, c, out)?,
-        DType::F32 => decode_w::<4, 8, u32>(body, n, kernel, c, out)?,
-        DType::F64 => decode_w::<8, 8, u64>(body, n, kernel, c, out)?,
+        DType::F16 => decode_w::<2, 5, u32>(body, n, kernel, c, out, seen)?,
+        DType::BF16 => decode_w::<2, 8, u32>(body, n, kernel, c, out, seen)?,
+        DType::F32 => decode_w::<4, 8, u32>(body, n, kernel, c, out, seen)?,
+        DType::F64 => decode_w::<8, 8, u64>(body, n, kernel, c, out, seen)?,
     }
     out.extend_from_slice(tail);
+    seen(tail);
     Ok(())
 }
 
@@ -1537,6 +1551,32 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn the_output_is_seen_in_order_as_written() {
+        // Every piece of the output once, in order, the tail included, for each layout.
+        for (dtype, n, tail) in [
+            (DType::F32, 9000, 3),
+            (DType::BF16, 100, 1),
+            (DType::F64, 5000, 0),
+        ] {
+            let mut data = to_bytes(dtype, &weights(n, 7));
+            data.extend((0..tail).map(|i| i as u8 + 1));
+            for v in [Version::Sampled, Version::Carried] {
+                let packed = encode_with(&data, dtype, lanes::Kernel::detect(), v);
+                let (mut out, mut seen) = (vec![9u8; 3], Vec::new());
+                let mut pieces = 0;
+                let see = &mut |piece: &[u8]| {
+                    seen.extend_from_slice(piece);
+                    pieces += 1;
+                };
+                decode_as(&packed, data.len(), v, &mut out, see).unwrap();
+                assert_eq!(out, data);
+                assert_eq!(seen, data);
+                assert!(pieces > 1);
+            }
+        }
     }
 
     #[test]
