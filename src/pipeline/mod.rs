@@ -129,12 +129,12 @@ impl Plan {
         }
     }
 
-    /// Reads the next block and its kind, or `None` at the end of the input.
+    /// Reads the next block, its kind and its checksum, or `None` at the end of the input.
     fn next_block(
         &mut self,
         input: &mut impl Read,
         buffers: &Buffers,
-    ) -> Result<Option<(Vec<u8>, Kind)>> {
+    ) -> Result<Option<(Vec<u8>, Kind, u64)>> {
         loop {
             let Some(seg) = self.segments.front() else {
                 return Ok(None);
@@ -155,7 +155,16 @@ impl Plan {
             let want = bs.min(seg.len) as usize;
             let kind = seg.kind;
             let mut buf = buffers.sized(want);
-            let n = read_full(input, &mut buf)?;
+            // Hashed piece by piece as it is read, while each piece is in cache.
+            let (mut n, mut h) = (0, Xxh3::new());
+            for piece in buf.chunks_mut(READ_PIECE) {
+                let got = read_full(input, piece)?;
+                h.update(&piece[..got]);
+                n += got;
+                if got < piece.len() {
+                    break;
+                }
+            }
             buf.truncate(n);
             if n < want {
                 // The input ended: nothing more to plan.
@@ -165,7 +174,7 @@ impl Plan {
                     seg.len -= n as u64;
                 }
             }
-            return Ok((n > 0).then_some((buf, kind)));
+            return Ok((n > 0).then_some((buf, kind, h.digest())));
         }
     }
 }
@@ -266,8 +275,7 @@ pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) 
     run_ordered(
         opts.threads,
         || plan.next_block(input, &blocks),
-        |(data, kind): (Vec<u8>, Kind)| {
-            let raw_hash = xxh3_64(&data);
+        |(data, kind, raw_hash): (Vec<u8>, Kind, u64)| {
             let spare = payloads.empty(0);
             let (codec, payload) =
                 code_block(&data, kind, tensor_file, &backend, model, progress, spare);
