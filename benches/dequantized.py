@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""Writes two safetensors files of dequantized f32 weights (integers times a scale), the kind a
+quantized model exported back to float holds: OUT_DIR/deq8.f32.safetensors (int8 values, one
+scale per tensor) and OUT_DIR/deq4row.f32.safetensors (int4 values, one scale per row).
+Six 512x768 tensors each, from a fixed seed. Usage: python3 benches/dequantized.py OUT_DIR"""
+import json
+import struct
+import sys
+
+import numpy as np
+
+
+def write(path, tensors):
+    header, blobs, off = {}, [], 0
+    for name, a in tensors:
+        b = a.tobytes()
+        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
+        off += len(b)
+        blobs.append(b)
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+rng = np.random.default_rng(1)
+out = sys.argv[1]
+t = []
+for i in range(6):
+    q = np.clip(np.round(rng.normal(0, 30, (512, 768))), -127, 127).astype(np.float32)
+    t.append((f"w{i}", (q * np.float32(rng.uniform(0.001, 0.01))).astype(np.float32)))
+write(f"{out}/deq8.f32.safetensors", t)
+t = []
+for i in range(6):
+    q = np.clip(np.round(rng.normal(0, 3, (512, 768))), -8, 7).astype(np.float32)
+    scale = rng.uniform(0.001, 0.01, (512, 1)).astype(np.float32)
+    t.append((f"w{i}", (q * scale).astype(np.float32)))
+write(f"{out}/deq4row.f32.safetensors", t)
