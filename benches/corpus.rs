@@ -105,10 +105,11 @@ fn main() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let (xz, zstd) = (tool_exists("xz"), tool_exists("zstd"));
     // `SEP_BENCH_THREADS=1` times sep on one core, like xz and zstd.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = std::env::var("SEP_BENCH_THREADS")
         .ok()
         .and_then(|t| t.parse().ok())
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        .unwrap_or(cores);
     let t_arg = threads.to_string();
     let mut table = String::new();
     table.push_str(
@@ -216,7 +217,7 @@ fn main() {
     let header = format!(
         "Ratios are original/archive (higher is better); sep/xz is xz's archive size over sep's \
          (above 1: sep is smaller). sep ran with {threads} threads (`-T`); xz and zstd single-threaded. \
-         Machine: {cpu}, {threads} cores.\n\n"
+         Machine: {cpu}, {cores} cores.\n\n"
     );
     println!("{header}{table}");
     if let Ok(out) = std::env::var("SEP_BENCH_OUT") {

@@ -482,9 +482,9 @@ fn run_info(file: PathBuf) -> Result<(), Failure> {
         "ratio:          {:.3}",
         ratio(t.total_len, info.archive_bytes)
     );
-    let of = match info.header.version {
-        ..=8 => "the data",
-        _ => "the block checksums",
+    let of = match sep::format::DataHash::of_blocks(info.header.version) {
+        false => "the data",
+        true => "the block checksums",
     };
     let _ = writeln!(s, "checksum:       xxh3-64 {:016x} (of {of})", t.data_hash);
     let _ = writeln!(s, "blocks:         {}", t.table.len());

@@ -143,7 +143,6 @@ pub fn code_block(
     progress: ProgressFn,
     mut spare: Vec<u8>,
 ) -> (Codec, Vec<u8>) {
-    spare.clear();
     let mut best = Best {
         data,
         codec: Codec::Stored,

@@ -311,8 +311,13 @@ impl DataHash {
     pub fn new(version: u16) -> Self {
         DataHash {
             hasher: checksum::Xxh3::new(),
-            of_blocks: version >= 9,
+            of_blocks: Self::of_blocks(version),
         }
+    }
+
+    /// Whether archives of format `version` checksum the blocks' checksums (else all bytes).
+    pub fn of_blocks(version: u16) -> bool {
+        version >= 9
     }
 
     /// Takes in the next block: its original bytes and their (verified) checksum.

@@ -24,30 +24,33 @@ impl Buffers {
         }
     }
 
-    /// A given-back buffer with room for `len` bytes (those too small are dropped), or a new one
-    /// with room for the largest length asked for so far.
-    fn find(&self, len: usize) -> Option<Vec<u8>> {
-        self.largest.fetch_max(len, Ordering::Relaxed);
-        self.ready.try_iter().find(|b| b.capacity() >= len)
+    /// A given-back buffer with room for `len` bytes (those too small are dropped), or else the
+    /// room a new one gets: the largest length asked for so far.
+    fn find(&self, len: usize) -> Result<Vec<u8>, usize> {
+        let room = self.largest.fetch_max(len, Ordering::Relaxed).max(len);
+        self.ready
+            .try_iter()
+            .find(|b| b.capacity() >= len)
+            .ok_or(room)
     }
 
     /// An empty buffer with room for `len` bytes.
     pub fn empty(&self, len: usize) -> Vec<u8> {
         match self.find(len) {
-            Some(mut b) => {
+            Ok(mut b) => {
                 b.clear();
                 b
             }
-            None => Vec::with_capacity(len.max(self.largest.load(Ordering::Relaxed))),
+            Err(room) => Vec::with_capacity(room),
         }
     }
 
     /// A buffer of `len` bytes to read into; its contents are zeros or bytes of earlier blocks.
     pub fn sized(&self, len: usize) -> Vec<u8> {
         let mut b = match self.find(len) {
-            Some(b) => b,
+            Ok(b) => b,
             // Zeroed by the allocator (fresh pages), not written here.
-            None => vec![0; len.max(self.largest.load(Ordering::Relaxed))],
+            Err(room) => vec![0; room],
         };
         // Zeroes only bytes beyond the buffer's last length.
         b.resize(len, 0);

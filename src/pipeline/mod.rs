@@ -23,8 +23,23 @@ use std::collections::{BTreeMap, VecDeque};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Bytes of a payload read (and hashed) at a time.
+/// Bytes of a block or payload read (and hashed) at a time.
 const READ_PIECE: usize = 128 << 10;
+
+/// `read_full` in pieces of `READ_PIECE` bytes, each hashed right after it is read (while it is
+/// in cache); returns the number of bytes read and the xxh3-64 of them.
+fn read_hashed(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<(usize, u64)> {
+    let (mut n, mut h) = (0, Xxh3::new());
+    for piece in buf.chunks_mut(READ_PIECE) {
+        let got = read_full(r, piece)?;
+        h.update(&piece[..got]);
+        n += got;
+        if got < piece.len() {
+            break;
+        }
+    }
+    Ok((n, h.digest()))
+}
 
 /// Reads until `buf` is full or the input ends; returns the number of bytes read.
 fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -155,16 +170,7 @@ impl Plan {
             let want = bs.min(seg.len) as usize;
             let kind = seg.kind;
             let mut buf = buffers.sized(want);
-            // Hashed piece by piece as it is read, while each piece is in cache.
-            let (mut n, mut h) = (0, Xxh3::new());
-            for piece in buf.chunks_mut(READ_PIECE) {
-                let got = read_full(input, piece)?;
-                h.update(&piece[..got]);
-                n += got;
-                if got < piece.len() {
-                    break;
-                }
-            }
+            let (n, hash) = read_hashed(input, &mut buf)?;
             buf.truncate(n);
             if n < want {
                 // The input ended: nothing more to plan.
@@ -174,7 +180,7 @@ impl Plan {
                     seg.len -= n as u64;
                 }
             }
-            return Ok((n > 0).then_some((buf, kind, h.digest())));
+            return Ok((n > 0).then_some((buf, kind, hash)));
         }
     }
 }
@@ -366,15 +372,11 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
                 }
                 Next::Block(rec) => {
                     let mut payload = payloads.sized(rec.payload_len as usize);
-                    // Hashed piece by piece as it is read, while each piece is in cache.
-                    let mut h = Xxh3::new();
-                    for piece in payload.chunks_mut(READ_PIECE) {
-                        input
-                            .read_exact(piece)
-                            .map_err(|e| Error::eof_as_truncated(e, "inside a block"))?;
-                        h.update(piece);
+                    let (n, hash) = read_hashed(input, &mut payload)?;
+                    if n < payload.len() {
+                        return Err(Error::Truncated("inside a block"));
                     }
-                    if h.digest() != rec.payload_hash {
+                    if hash != rec.payload_hash {
                         return Err(Error::Checksum(format!("block {}", seen.len())));
                     }
                     seen.push(TableEntry {
