@@ -152,6 +152,15 @@ pub fn code_block(
         Kind::Tensor(dtype) => {
             tensor::encode_into(data, dtype, &mut spare);
             best.consider(Codec::Tensor, spare);
+            // Values that repeat exactly (dequantized weights) as ranks among recent ones, a
+            // miss predicted to cost what an average value costs the tensor codec.
+            let values = (data.len() / dtype.width()).max(1);
+            let miss_bits = 8.0 * best.len() as f64 / values as f64;
+            if let Some(size) = tensor::recent::choose(data, dtype, miss_bits, best.len()) {
+                let mut p = Vec::new();
+                tensor::recent::encode_into(data, dtype, size, &mut p);
+                best.consider(Codec::Recent, p);
+            }
             // zstd only where the sample says it could win (structured arrays, runs of
             // repeated values).
             // The sample at level 9: at 3, silero's STFT basis (zstd -19: 4.4x) looked like 1.18x and

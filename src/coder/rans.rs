@@ -12,7 +12,6 @@ pub(crate) const LOW: u32 = 1 << 16;
 pub const WAYS: usize = 64;
 
 /// One coded symbol: its slot range and the precision of its table.
-#[cfg(test)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sym {
     /// First slot.
@@ -23,7 +22,6 @@ pub struct Sym {
     pub bits: u32,
 }
 
-#[cfg(test)]
 impl Sym {
     /// Packs into 64 bits with the state that codes it: start (16), freq (24), bits (8), way.
     #[inline(always)]
@@ -77,15 +75,13 @@ pub fn fit(counts: &[u32], bits: u32, all: bool, extra: u32, freqs: &mut [u32]) 
     true
 }
 
-/// Encodes symbols (in coding order) into `out`, one at a time with any precision and state:
-/// the reference the tensor codec's lane encoder is tested against.
-#[cfg(test)]
+/// Encodes symbols (in coding order) into `out`, one at a time with any precision and state
+/// (the tensor codec's lane encoder is tested against it).
 pub struct Encoder {
     syms: Vec<u64>,
     ways: usize,
 }
 
-#[cfg(test)]
 impl Encoder {
     /// An encoder with states 0 to `ways - 1` (at most `WAYS`), expecting about `n` symbols.
     pub fn new(n: usize, ways: usize) -> Self {

@@ -16,8 +16,8 @@ pub const END_MAGIC: [u8; 4] = [b'S', b'E', b'P', 0x89];
 /// by value on 4 states; versions 2 to 5 code tensor payloads differently (5: no block prior)
 /// and 2 to 4 have no header codec, 6 counts every value of a tensor block, 6 and 7 start
 /// its coder states empty, 1 to 8 checksum all original bytes in the trailer instead of the
-/// blocks' checksums; otherwise the layout is the same).
-pub const VERSION: u16 = 9;
+/// blocks' checksums, 1 to 9 have no recent-values codec; otherwise the layout is the same).
+pub const VERSION: u16 = 10;
 /// Largest block size an archive may declare.
 pub const MAX_BLOCK_SIZE: u64 = 1 << 30;
 /// Largest model configuration an archive may declare.
@@ -45,6 +45,8 @@ pub enum Codec {
     /// Payload is a tensor file's header with its offsets rewritten, in a zstd frame
     /// (version 5).
     Header,
+    /// Payload is a tensor block coded as ranks among recent values (version 10).
+    Recent,
 }
 
 impl Codec {
@@ -56,6 +58,7 @@ impl Codec {
             Codec::Zstd => 2,
             Codec::Tensor => 3,
             Codec::Header => 4,
+            Codec::Recent => 5,
         }
     }
 
@@ -67,6 +70,7 @@ impl Codec {
             2 => Ok(Codec::Zstd),
             3 => Ok(Codec::Tensor),
             4 => Ok(Codec::Header),
+            5 => Ok(Codec::Recent),
             t => Err(Error::Corrupt(format!("unknown block codec {t}"))),
         }
     }
@@ -79,6 +83,7 @@ impl Codec {
             Codec::Zstd => "zstd",
             Codec::Tensor => "tensor",
             Codec::Header => "header",
+            Codec::Recent => "recent",
         }
     }
 }
@@ -270,7 +275,7 @@ impl BlockRecord {
         }
         let ok = match self.codec {
             Codec::Stored => self.payload_len == self.raw_len,
-            Codec::Model | Codec::Zstd | Codec::Tensor | Codec::Header => {
+            Codec::Model | Codec::Zstd | Codec::Tensor | Codec::Header | Codec::Recent => {
                 self.payload_len < self.raw_len
             }
         };

@@ -417,6 +417,15 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
                     streamed = Some(h.digest());
                 }
                 Codec::Header => data = crate::tensor::header::decode(&payload, raw_len)?,
+                Codec::Recent if header.version >= 10 => {
+                    crate::tensor::recent::decode(&payload, raw_len, header.version, &mut data)?
+                }
+                Codec::Recent => {
+                    return Err(Error::Corrupt(format!(
+                        "block {index}: codec recent in a version {} archive",
+                        header.version
+                    )))
+                }
                 Codec::Zstd => {
                     zstd::bulk::Decompressor::new()
                         .and_then(|mut z| z.decompress_to_buffer(&payload[..], &mut data))

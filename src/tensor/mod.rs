@@ -9,6 +9,7 @@ pub mod ibp;
 mod lanes;
 mod legacy;
 mod planes;
+pub mod recent;
 
 pub use detect::{layout, sniff_stream, Kind, Segment};
 pub use planes::{decode, encode, encode_into};
