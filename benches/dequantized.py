@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""Writes two safetensors files of dequantized f32 weights (integers times a scale), the kind a
+"""Writes safetensors files of dequantized f32 weights (integers times a scale), the kind a
 quantized model exported back to float holds: OUT_DIR/deq8.f32.safetensors (int8 values, one
-scale per tensor) and OUT_DIR/deq4row.f32.safetensors (int4 values, one scale per row).
-Six 512x768 tensors each, from a fixed seed. Usage: python3 benches/dequantized.py OUT_DIR"""
+scale per tensor), OUT_DIR/deq4row.f32.safetensors (int4 values, one scale per row),
+OUT_DIR/deq8row.f32.safetensors (int8, a scale per row) and OUT_DIR/deq4g128.f32.safetensors
+(int4, a scale per group of 128 values along a row). Six 512x768 tensors each, from a fixed
+seed (the first two files as written before the last two were added).
+Usage: python3 benches/dequantized.py OUT_DIR"""
 import json
 import struct
 import sys
@@ -36,3 +39,15 @@ for i in range(6):
     scale = rng.uniform(0.001, 0.01, (512, 1)).astype(np.float32)
     t.append((f"w{i}", (q * scale).astype(np.float32)))
 write(f"{out}/deq4row.f32.safetensors", t)
+t = []
+for i in range(6):
+    q = np.clip(np.round(rng.normal(0, 30, (512, 768))), -127, 127).astype(np.float32)
+    scale = rng.uniform(0.001, 0.01, (512, 1)).astype(np.float32)
+    t.append((f"w{i}", (q * scale).astype(np.float32)))
+write(f"{out}/deq8row.f32.safetensors", t)
+t = []
+for i in range(6):
+    q = np.clip(np.round(rng.normal(0, 3, (512, 6, 128))), -8, 7).astype(np.float32)
+    scale = rng.uniform(0.001, 0.01, (512, 6, 1)).astype(np.float32)
+    t.append((f"w{i}", (q * scale).reshape(512, 768).astype(np.float32)))
+write(f"{out}/deq4g128.f32.safetensors", t)

@@ -156,23 +156,37 @@ impl Cache {
 
     /// Adds `key` (not cached) at rank `at`, seen at step `t`, evicting the least recently
     /// seen value if the cache is full.
-    fn insert(&mut self, key: u64, mut at: usize, t: u32) {
-        if self.keys.len() == self.size {
-            let mut old = 0;
-            for (i, &s) in self.stamps.iter().enumerate() {
-                if s < self.stamps[old] {
-                    old = i;
-                }
-            }
-            self.below -= usize::from(self.keys.remove(old) < self.sign);
-            self.vals.remove(old);
-            self.stamps.remove(old);
-            at -= usize::from(old < at);
-        }
+    fn insert(&mut self, key: u64, at: usize, t: u32) {
+        let value = self.value(key);
         self.below += usize::from(key < self.sign);
-        self.keys.insert(at, key);
-        self.vals.insert(at, self.value(key));
-        self.stamps.insert(at, t);
+        if self.keys.len() < self.size {
+            self.keys.insert(at, key);
+            self.vals.insert(at, value);
+            self.stamps.insert(at, t);
+            return;
+        }
+        // The least recently used (two passes that vectorise), then one shift of the values
+        // between it and the new one's place.
+        let first = self.stamps.iter().copied().min().unwrap_or(0);
+        let old = self.stamps.iter().position(|&s| s == first).unwrap_or(0);
+        self.below -= usize::from(self.keys[old] < self.sign);
+        let to = match old < at {
+            true => {
+                self.keys.copy_within(old + 1..at, old);
+                self.vals.copy_within(old + 1..at, old);
+                self.stamps.copy_within(old + 1..at, old);
+                at - 1
+            }
+            false => {
+                self.keys.copy_within(at..old, at + 1);
+                self.vals.copy_within(at..old, at + 1);
+                self.stamps.copy_within(at..old, at + 1);
+                at
+            }
+        };
+        self.keys[to] = key;
+        self.vals[to] = value;
+        self.stamps[to] = t;
     }
 
     /// Symbol of a hit at `rank`: its distance from the first value at or above +0.0,
