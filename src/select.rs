@@ -152,10 +152,16 @@ pub fn code_block(
         Kind::Tensor(dtype) => {
             tensor::encode_into(data, dtype, &mut spare);
             best.consider(Codec::Tensor, spare);
-            // Values that repeat exactly (dequantized weights) as ranks among recent ones, a
-            // miss predicted to cost what an average value costs the tensor codec.
+            // A value the tensor codec codes at its average cost (a miss, below).
             let values = (data.len() / dtype.width()).max(1);
             let miss_bits = 8.0 * best.len() as f64 / values as f64;
+            // f32 values that are integers times a scale (dequantized weights) as integers.
+            if dtype == tensor::DType::F32 && tensor::scaled::plausible(data) {
+                let mut p = Vec::new();
+                tensor::scaled::encode_into(data, &mut p);
+                best.consider(Codec::Scaled, p);
+            }
+            // Values that repeat exactly (dequantized weights) as ranks among recent ones.
             if let Some(size) = tensor::recent::choose(data, dtype, miss_bits, best.len()) {
                 let mut p = Vec::new();
                 tensor::recent::encode_into(data, dtype, size, &mut p);

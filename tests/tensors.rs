@@ -152,9 +152,10 @@ fn npy_and_raw_arrays_round_trip() {
     assert!(!d.join("w.f32.sep").exists());
 }
 
-/// A safetensors file of dequantized f32 weights: `rows` x 512 small integers (`levels` of
-/// them, about normal), times a scale per row (`per_row`) or per tensor, two tensors.
-fn dequantized(rows: usize, levels: u64, per_row: bool) -> Vec<u8> {
+/// A safetensors file of dequantized weights: two tensors of `rows` x 512 small integers
+/// (`levels` of them, about normal) times a scale per row (`per_row`) or per tensor, as f32
+/// or, if `bf16`, those f32 values cut to bf16.
+fn dequantized(rows: usize, levels: u64, per_row: bool, bf16: bool) -> Vec<u8> {
     let mut x = 0x9e37_79b9_u64;
     let mut next = move || {
         x ^= x << 13;
@@ -172,13 +173,17 @@ fn dequantized(rows: usize, levels: u64, per_row: bool) -> Vec<u8> {
             }
             for _ in 0..512 {
                 let q = (0..4).map(|_| next() % levels).sum::<u64>() as f32;
-                let q = q - (2 * (levels - 1)) as f32;
-                data.extend_from_slice(&(q * scale).to_le_bytes());
+                let w = (q - (2 * (levels - 1)) as f32) * scale;
+                match bf16 {
+                    true => data.extend_from_slice(&w.to_le_bytes()[2..]),
+                    false => data.extend_from_slice(&w.to_le_bytes()),
+                }
             }
         }
         let sep = if t == 0 { "" } else { "," };
+        let dtype = if bf16 { "BF16" } else { "F32" };
         header += &format!(
-            "{sep}\"w{t}\":{{\"dtype\":\"F32\",\"shape\":[{rows},512],\"data_offsets\":[{start},{}]}}",
+            "{sep}\"w{t}\":{{\"dtype\":\"{dtype}\",\"shape\":[{rows},512],\"data_offsets\":[{start},{}]}}",
             data.len()
         );
     }
@@ -190,40 +195,51 @@ fn dequantized(rows: usize, levels: u64, per_row: bool) -> Vec<u8> {
 }
 
 #[test]
-fn dequantized_weights_take_the_recent_values_codec() {
+fn dequantized_weights_take_their_codecs() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    for (name, levels, per_row) in [
-        ("deq8.safetensors", 64, false),
-        ("deq4.safetensors", 4, true),
-    ] {
-        let file = dequantized(300, levels, per_row);
+    // f32 integers times scales go to the scaled-integers codec; bf16 ones (cut from f32,
+    // so not exact multiples) to the recent-values codec.
+    let cases = [
+        ("deq8.safetensors", 64, false, false, " scaled "),
+        ("deq4.safetensors", 4, true, false, " scaled "),
+        ("deq8.bf16.safetensors", 16, false, true, " recent "),
+    ];
+    for (name, levels, per_row, bf16, codec) in cases {
+        let file = dequantized(300, levels, per_row, bf16);
         fs::write(d.join(name), &file).unwrap();
-        let archive = check_file_with(d, name, &[], " recent ");
-        // Against the tensor codec alone: at least a third smaller.
-        let tensor =
-            sep::tensor::encode(&file[file.len() - 300 * 512 * 4..], sep::tensor::DType::F32);
+        let archive = check_file_with(d, name, &[], codec);
+        // Against the tensor codec alone on the second tensor, twice: at least a third smaller.
+        let dtype = if bf16 {
+            sep::tensor::DType::BF16
+        } else {
+            sep::tensor::DType::F32
+        };
+        let second = &file[file.len() - 300 * 512 * dtype.width()..];
+        let tensor = sep::tensor::encode(second, dtype);
         assert!(
             3 * archive.len() < 2 * 2 * tensor.len(),
             "{name}: {} bytes",
             archive.len()
         );
     }
-    // Damaged, it fails cleanly.
-    let archive = fs::read(d.join("deq4.safetensors.sep")).unwrap();
-    let step = (archive.len() / 200).max(1);
-    damage_fails_cleanly(d, &archive, (0..archive.len()).step_by(step), 0x10);
-    // Relabelled as version 9 (header checksum redone), which had no such codec: refused.
-    let (mut h, len) = sep::format::Header::read(&mut &archive[..]).unwrap();
-    h.version = 9;
-    let mut relabelled = h.to_bytes();
-    relabelled.extend_from_slice(&archive[len as usize..]);
-    let err = sep::decompress(&relabelled[..], Vec::new(), &sep::Options::default()).unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("codec recent in a version 9 archive"),
-        "{err}"
-    );
+    for name in ["deq4.safetensors.sep", "deq8.bf16.safetensors.sep"] {
+        let archive = fs::read(d.join(name)).unwrap();
+        // Damaged, it fails cleanly.
+        let step = (archive.len() / 200).max(1);
+        damage_fails_cleanly(d, &archive, (0..archive.len()).step_by(step), 0x10);
+        // Relabelled as version 9 (header checksum redone), which had neither codec: refused.
+        let (mut h, len) = sep::format::Header::read(&mut &archive[..]).unwrap();
+        h.version = 9;
+        let mut relabelled = h.to_bytes();
+        relabelled.extend_from_slice(&archive[len as usize..]);
+        let err =
+            sep::decompress(&relabelled[..], Vec::new(), &sep::Options::default()).unwrap_err();
+        assert!(
+            err.to_string().contains("in a version 9 archive"),
+            "{name}: {err}"
+        );
+    }
 }
 
 #[test]

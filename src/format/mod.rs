@@ -16,7 +16,7 @@ pub const END_MAGIC: [u8; 4] = [b'S', b'E', b'P', 0x89];
 /// by value on 4 states; versions 2 to 5 code tensor payloads differently (5: no block prior)
 /// and 2 to 4 have no header codec, 6 counts every value of a tensor block, 6 and 7 start
 /// its coder states empty, 1 to 8 checksum all original bytes in the trailer instead of the
-/// blocks' checksums, 1 to 9 have no recent-values codec; otherwise the layout is the same).
+/// blocks' checksums, 1 to 9 have no recent-values or scaled-integers codec; otherwise the layout is the same).
 pub const VERSION: u16 = 10;
 /// Largest block size an archive may declare.
 pub const MAX_BLOCK_SIZE: u64 = 1 << 30;
@@ -47,6 +47,8 @@ pub enum Codec {
     Header,
     /// Payload is a tensor block coded as ranks among recent values (version 10).
     Recent,
+    /// Payload is an f32 tensor block coded as integers times scales (version 10).
+    Scaled,
 }
 
 impl Codec {
@@ -59,6 +61,7 @@ impl Codec {
             Codec::Tensor => 3,
             Codec::Header => 4,
             Codec::Recent => 5,
+            Codec::Scaled => 6,
         }
     }
 
@@ -71,6 +74,7 @@ impl Codec {
             3 => Ok(Codec::Tensor),
             4 => Ok(Codec::Header),
             5 => Ok(Codec::Recent),
+            6 => Ok(Codec::Scaled),
             t => Err(Error::Corrupt(format!("unknown block codec {t}"))),
         }
     }
@@ -84,6 +88,7 @@ impl Codec {
             Codec::Tensor => "tensor",
             Codec::Header => "header",
             Codec::Recent => "recent",
+            Codec::Scaled => "scaled",
         }
     }
 }
@@ -275,9 +280,12 @@ impl BlockRecord {
         }
         let ok = match self.codec {
             Codec::Stored => self.payload_len == self.raw_len,
-            Codec::Model | Codec::Zstd | Codec::Tensor | Codec::Header | Codec::Recent => {
-                self.payload_len < self.raw_len
-            }
+            Codec::Model
+            | Codec::Zstd
+            | Codec::Tensor
+            | Codec::Header
+            | Codec::Recent
+            | Codec::Scaled => self.payload_len < self.raw_len,
         };
         if !ok {
             return Err(Error::Corrupt(format!(

@@ -420,9 +420,13 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
                 Codec::Recent if header.version >= 10 => {
                     crate::tensor::recent::decode(&payload, raw_len, header.version, &mut data)?
                 }
-                Codec::Recent => {
+                Codec::Scaled if header.version >= 10 => {
+                    crate::tensor::scaled::decode(&payload, raw_len, header.version, &mut data)?
+                }
+                Codec::Recent | Codec::Scaled => {
                     return Err(Error::Corrupt(format!(
-                        "block {index}: codec recent in a version {} archive",
+                        "block {index}: codec {} in a version {} archive",
+                        rec.codec.name(),
                         header.version
                     )))
                 }

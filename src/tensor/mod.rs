@@ -1,6 +1,7 @@
 //! Tensor fast path: finds the float arrays in a file (safetensors, .npy, or a raw array of a
 //! dtype the user names) and codes them with byte planes, adaptive rANS and invariant bit packing.
 
+mod adaptive;
 mod carry;
 mod detect;
 mod fill;
@@ -10,6 +11,7 @@ mod lanes;
 mod legacy;
 mod planes;
 pub mod recent;
+pub mod scaled;
 
 pub use detect::{layout, sniff_stream, Kind, Segment};
 pub use planes::{decode, encode, encode_into};

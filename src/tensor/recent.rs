@@ -7,8 +7,10 @@
 //! `K` (`u16`), miss count (`u32`), length (`u32`) + tensor payload of the misses, then the
 //! rANS stream of the symbols (0 a miss, `r + 1` a hit of rank `r`).
 
+use super::adaptive::STATES;
+use super::adaptive::{batch_end, Fields, Table, MAX_BATCH};
 use super::DType;
-use crate::coder::rans::{self, fit, Sym, WAYS};
+use crate::coder::rans;
 use crate::error::{Error, Result};
 use std::hint::select_unpredictable;
 
@@ -16,30 +18,12 @@ use std::hint::select_unpredictable;
 pub const SIZES: [usize; 3] = [16, 64, 256];
 /// Largest cache size a payload may name.
 const MAX_SIZE: usize = 1024;
-/// Precision of the symbol tables.
-const BITS: u32 = 14;
-/// Fewest slots of the escape in a fitted table.
-const ESCAPE: u32 = 1;
-/// A table's counts are halved when they reach this total.
-const HALVE: u32 = 1 << 18;
-/// Largest batch of values between two refits.
-const MAX_BATCH: usize = 4096;
 /// Values looked at, in evenly spaced pieces, to tell whether values repeat at all.
 const PROBE: usize = 1024;
 /// Values simulated, in evenly spaced pieces, to predict the size for each cache size.
 const TRIAL: usize = 16 << 10;
 /// Pieces of the probe and of the trial.
 const PIECES: usize = 4;
-
-/// End of the batch of values that starts at `at`: batches of 16, 16, 32, ... 2048 values,
-/// then `MAX_BATCH` each.
-fn batch_end(at: usize) -> usize {
-    match at {
-        0 => 16,
-        _ if at < MAX_BATCH => 2 * at,
-        _ => at + MAX_BATCH,
-    }
-}
 
 /// The last `K` distinct values, sorted by float order, each with the step it was last seen.
 struct Cache {
@@ -213,140 +197,10 @@ impl Cache {
     }
 }
 
-/// Adaptive frequencies of the symbols in one context, refitted between batches; a symbol
-/// without slots is coded as the escape (the last entry), then as `raw` bits.
-struct Table {
-    counts: Vec<u32>,
-    total: u32,
-    fitted: u32,
-    /// Slots per symbol and, last, the escape's.
-    freqs: Vec<u32>,
-    starts: Vec<u32>,
-    /// Bits of an escaped symbol.
-    raw: u32,
-    /// Symbol of each slot (decoder only).
-    slots: Vec<u16>,
-}
-
-impl Table {
-    fn new(symbols: usize, decoder: bool) -> Self {
-        let mut t = Table {
-            counts: vec![0; symbols],
-            total: 0,
-            fitted: 0,
-            freqs: vec![0; symbols + 1],
-            starts: vec![0; symbols + 1],
-            raw: usize::BITS - (symbols - 1).leading_zeros(),
-            slots: vec![0; if decoder { 1 << BITS } else { 0 }],
-        };
-        t.refit();
-        t
-    }
-
-    #[inline(always)]
-    fn count(&mut self, s: usize) {
-        self.counts[s] += 1;
-        self.total += 1;
-    }
-
-    /// Fits the frequencies to the counts: the escape weighs as many counts as there are
-    /// symbols seen (at least `ESCAPE` slots, all of them while nothing is counted), each
-    /// counted symbol gets its share of the slots rounded, at least 1, and the first most
-    /// counted the rest.
-    fn refit(&mut self) {
-        let n = self.counts.len();
-        let (counts, freqs) = (&self.counts[..], &mut self.freqs[..n]);
-        let total: u64 = counts.iter().map(|&c| c as u64).sum();
-        let seen = counts.iter().filter(|&&c| c > 0).count() as u64;
-        freqs.fill(0);
-        if total > 0 {
-            // The escape weighs as much as the symbols seen so far.
-            let scale = ((1u64 << BITS) << 32) / (total + seen);
-            let escape = ((seen * scale + (1 << 31)) >> 32).max(1);
-            let room = (1u64 << BITS) - escape;
-            let mut sum = 0u64;
-            for (f, &c) in freqs.iter_mut().zip(counts) {
-                if c > 0 {
-                    *f = (((c as u64 * scale + (1 << 31)) >> 32) as u32).max(1);
-                    sum += *f as u64;
-                }
-            }
-            let top = counts.iter().copied().max().unwrap_or(0);
-            let best = counts.iter().position(|&c| c == top).unwrap_or(0);
-            if sum <= room {
-                freqs[best] += (room - sum) as u32;
-            } else if (freqs[best] as u64) > sum - room {
-                freqs[best] -= (sum - room) as u32;
-            } else {
-                // Many rare symbols: one more slot each, as the tensor codec fits.
-                fit(counts, BITS, false, ESCAPE, freqs);
-            }
-        }
-        let used: u32 = freqs.iter().sum();
-        self.freqs[n] = (1 << BITS) - used;
-        let mut at = 0;
-        for (st, &f) in self.starts.iter_mut().zip(&self.freqs) {
-            *st = at;
-            at += f;
-        }
-        if !self.slots.is_empty() {
-            for (s, (&st, &f)) in self.starts.iter().zip(&self.freqs).enumerate() {
-                self.slots[st as usize..(st + f) as usize].fill(s as u16);
-            }
-        }
-        self.fitted = self.total;
-    }
-
-    /// End of a batch: halves the counts at `HALVE` and refits once they grew by a quarter.
-    fn end_batch(&mut self) {
-        let halved = self.total >= HALVE;
-        if halved {
-            self.total = 0;
-            for c in self.counts.iter_mut() {
-                *c = (*c + 1) >> 1;
-                self.total += *c;
-            }
-        }
-        if halved || (self.total > self.fitted && 4 * (self.total - self.fitted) >= self.fitted) {
-            self.refit();
-        }
-    }
-
-    /// Queues symbol `s` on state `way`.
-    #[inline(always)]
-    fn put(&self, s: usize, way: usize, enc: &mut rans::Encoder) {
-        let sym = |start, freq, bits| Sym { start, freq, bits };
-        match self.freqs[s] {
-            0 => {
-                let e = self.counts.len();
-                enc.put(sym(self.starts[e], self.freqs[e], BITS), way);
-                enc.put(sym(s as u32, 1, self.raw), way);
-            }
-            f => enc.put(sym(self.starts[s], f, BITS), way),
-        }
-    }
-
-    /// Decodes a symbol from state `x`.
-    #[inline(always)]
-    fn get(&self, x: &mut u32, words: &mut rans::Words) -> Result<usize> {
-        let slot = *x & ((1 << BITS) - 1);
-        let s = self.slots[slot as usize] as usize;
-        rans::step(x, BITS, self.freqs[s], slot - self.starts[s], words);
-        if s < self.counts.len() {
-            return Ok(s);
-        }
-        let s = (*x & ((1 << self.raw) - 1)) as usize;
-        rans::step(x, self.raw, 1, 0, words);
-        match s < self.counts.len() {
-            true => Ok(s),
-            false => Err(Error::Corrupt("recent-values block: bad escape".into())),
-        }
-    }
-}
-
-/// The symbol table of a cache of `size`: symbols 0 (a miss) to `2 size`.
+/// The symbol table of a cache of `size`: symbols 0 (a miss) to `2 size`, the ranks as
+/// pairs of equal distance from +0.0.
 fn table(size: usize, decoder: bool) -> Table {
-    Table::new(2 * size + 1, decoder)
+    Table::new(2 * size + 1, 1, decoder)
 }
 
 #[inline(always)]
@@ -453,14 +307,14 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType, size: usize, out: &mut Ve
         });
     }
     let mut tab = table(size, false);
-    let mut enc = rans::Encoder::new(n, WAYS);
+    let mut enc = rans::Encoder::new(n, STATES);
     let mut end = batch_end(0);
     for (i, &s) in syms.iter().enumerate() {
         if i == end {
             tab.end_batch();
             end = batch_end(end);
         }
-        tab.put(s as usize, i % WAYS, &mut enc);
+        tab.put(s as usize, i % STATES, &mut enc);
         tab.count(s as usize);
     }
     out.clear();
@@ -476,31 +330,10 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType, size: usize, out: &mut Ve
     enc.finish(out);
 }
 
-/// Reads the payload's fields in order.
-struct Fields<'a> {
-    rest: &'a [u8],
-}
-
-impl<'a> Fields<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        if self.rest.len() < n {
-            return Err(Error::Corrupt("recent-values payload too short".into()));
-        }
-        let (a, b) = self.rest.split_at(n);
-        self.rest = b;
-        Ok(a)
-    }
-
-    fn u32(&mut self) -> Result<u32> {
-        let b = self.take(4)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-}
-
 /// Decodes a payload of archive format `version` (10 and later) into `out` (`raw_len` bytes).
 pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -> Result<()> {
     let corrupt = |what: &str| Error::Corrupt(format!("recent-values block: {what}"));
-    let mut f = Fields { rest: payload };
+    let mut f = Fields::new(payload, "recent-values");
     let dtype = DType::from_tag(f.take(1)?[0])?;
     let w = dtype.width();
     let n = f.u32()? as usize;
@@ -540,7 +373,7 @@ fn decode_w<const W: usize>(
     out: &mut [u8],
 ) -> Result<()> {
     let corrupt = |what: &str| Error::Corrupt(format!("recent-values block: {what}"));
-    let (mut st, mut words) = rans::Decoder::new(stream, WAYS)?.split();
+    let (mut st, mut words) = rans::Decoder::new(stream, STATES)?.split();
     let mut tab = table(size, true);
     let mut cache = Cache::new(size, W);
     let mut misses = misses.chunks_exact(W);
@@ -552,11 +385,7 @@ fn decode_w<const W: usize>(
         let mut done = 0;
         while done < n {
             let stop = (end - at).min(n - done);
-            for (k, sym) in syms[done..done + stop].iter_mut().enumerate() {
-                let s = tab.get(&mut st[(at + k) % WAYS], &mut words)?;
-                tab.count(s);
-                *sym = s as u16;
-            }
+            tab.get_all(&mut st, &mut words, at, &mut syms[done..done + stop])?;
             done += stop;
             at += stop;
             if at == end {

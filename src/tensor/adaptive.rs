@@ -1,0 +1,232 @@
+//! Adaptive symbol tables for the tensor path's rank and level codecs: counts refitted into
+//! rANS frequencies between batches of values, with an escape for symbols not yet counted;
+//! and the reader of their payloads' fields.
+
+use crate::coder::rans::{self, fit, Sym};
+use crate::error::{Error, Result};
+
+/// Precision of the symbol tables.
+pub(super) const BITS: u32 = 14;
+/// Fewest slots of the escape in a fitted table.
+pub(super) const ESCAPE: u32 = 1;
+/// A table's counts are halved when they reach this total.
+pub(super) const HALVE: u32 = 1 << 18;
+/// Interleaved rANS states of a stream (each costs 4 bytes of final state; 16 give the
+/// decoder enough independent work).
+pub(super) const STATES: usize = 16;
+/// Largest batch of values between two refits.
+pub(super) const MAX_BATCH: usize = 4096;
+
+/// End of the batch of values that starts at `at`: batches of 16, 16, 32, ... 2048 values,
+/// then `MAX_BATCH` each.
+pub(super) fn batch_end(at: usize) -> usize {
+    match at {
+        0 => 16,
+        _ if at < MAX_BATCH => 2 * at,
+        _ => at + MAX_BATCH,
+    }
+}
+
+/// Fits `freqs` to `counts` at `bits` of precision, the rest of the `2^bits` slots left to
+/// the escape: it weighs as many counts as there are symbols seen (at least `ESCAPE` slots,
+/// all of them while nothing is counted), each counted symbol gets its share of the slots
+/// rounded, at least 1, and the first most counted the rest.
+fn share(counts: &[u32], bits: u32, freqs: &mut [u32]) {
+    let total: u64 = counts.iter().map(|&c| c as u64).sum();
+    let seen = counts.iter().filter(|&&c| c > 0).count() as u64;
+    freqs.fill(0);
+    if total == 0 {
+        return;
+    }
+    let scale = ((1u64 << bits) << 32) / (total + seen);
+    let escape = ((seen * scale + (1 << 31)) >> 32).max(ESCAPE as u64);
+    let room = (1u64 << bits) - escape;
+    let mut sum = 0u64;
+    for (f, &c) in freqs.iter_mut().zip(counts) {
+        if c > 0 {
+            *f = (((c as u64 * scale + (1 << 31)) >> 32) as u32).max(1);
+            sum += *f as u64;
+        }
+    }
+    let top = counts.iter().copied().max().unwrap_or(0);
+    let best = counts.iter().position(|&c| c == top).unwrap_or(0);
+    if sum <= room {
+        freqs[best] += (room - sum) as u32;
+    } else if (freqs[best] as u64) > sum - room {
+        freqs[best] -= (sum - room) as u32;
+    } else {
+        // Many rare symbols: one more slot each, as the tensor codec fits.
+        fit(counts, bits, false, ESCAPE, freqs);
+    }
+}
+
+/// Adaptive frequencies of the symbols in one context, refitted between batches; a symbol
+/// without slots is coded as the escape (the last entry), then as `raw` bits.
+pub(super) struct Table {
+    counts: Vec<u32>,
+    total: u32,
+    fitted: u32,
+    /// Slots per symbol and, last, the escape's.
+    freqs: Vec<u32>,
+    starts: Vec<u32>,
+    /// Bits of an escaped symbol.
+    raw: u32,
+    /// Symbols from this one on come in pairs (a value and its negative, say) that learn
+    /// from each other's counts.
+    pairs: usize,
+    /// Symbol of each slot (decoder only).
+    slots: Vec<u16>,
+}
+
+impl Table {
+    /// A table of `symbols`, those from `pairs` on in pairs; `decoder` if it decodes.
+    pub(super) fn new(symbols: usize, pairs: usize, decoder: bool) -> Self {
+        let mut t = Table {
+            counts: vec![0; symbols],
+            total: 0,
+            fitted: 0,
+            freqs: vec![0; symbols + 1],
+            starts: vec![0; symbols + 1],
+            raw: usize::BITS - (symbols - 1).leading_zeros(),
+            pairs,
+            slots: vec![0; if decoder { 1 << BITS } else { 0 }],
+        };
+        t.refit();
+        t
+    }
+
+    #[inline(always)]
+    pub(super) fn count(&mut self, s: usize) {
+        self.counts[s] += 1;
+        self.total += 1;
+    }
+
+    /// Fits the frequencies to the counts (`share`), each symbol of a pair weighted partly
+    /// by its partner's counts.
+    fn refit(&mut self) {
+        let n = self.counts.len();
+        let p = self.pairs.min(n);
+        // A symbol of a pair weighs 7 of its own counts and 1 of its partner's (what it
+        // learns from a partner; the two often differ, as int4's -8 and +8 do), others 8.
+        let c = &self.counts;
+        let weights: Vec<u32> = (0..n)
+            .map(|i| match i < p {
+                true => 8 * c[i],
+                false => {
+                    let j = p + ((i - p) ^ 1);
+                    7 * c[i] + c.get(j).copied().unwrap_or(c[i])
+                }
+            })
+            .collect();
+        share(&weights, BITS, &mut self.freqs[..n]);
+        let used: u32 = self.freqs[..n].iter().sum();
+        self.freqs[n] = (1 << BITS) - used;
+        let mut at = 0;
+        for (st, &f) in self.starts.iter_mut().zip(&self.freqs) {
+            *st = at;
+            at += f;
+        }
+        if !self.slots.is_empty() {
+            for (s, (&st, &f)) in self.starts.iter().zip(&self.freqs).enumerate() {
+                self.slots[st as usize..(st + f) as usize].fill(s as u16);
+            }
+        }
+        self.fitted = self.total;
+    }
+
+    /// End of a batch: halves the counts at `HALVE` and refits once they grew by a quarter.
+    pub(super) fn end_batch(&mut self) {
+        let halved = self.total >= HALVE;
+        if halved {
+            self.total = 0;
+            for c in self.counts.iter_mut() {
+                *c = (*c + 1) >> 1;
+                self.total += *c;
+            }
+        }
+        if halved || (self.total > self.fitted && 4 * (self.total - self.fitted) >= self.fitted) {
+            self.refit();
+        }
+    }
+
+    /// Queues symbol `s` on state `way`.
+    #[inline(always)]
+    pub(super) fn put(&self, s: usize, way: usize, enc: &mut rans::Encoder) {
+        let sym = |start, freq, bits| Sym { start, freq, bits };
+        match self.freqs[s] {
+            0 => {
+                let e = self.counts.len();
+                enc.put(sym(self.starts[e], self.freqs[e], BITS), way);
+                enc.put(sym(s as u32, 1, self.raw), way);
+            }
+            f => enc.put(sym(self.starts[s], f, BITS), way),
+        }
+    }
+
+    /// Decodes `out.len()` symbols into `out`, symbol `k` from state `(first + k) mod
+    /// STATES`, and counts them.
+    pub(super) fn get_all(
+        &mut self,
+        states: &mut [u32; rans::WAYS],
+        words: &mut rans::Words,
+        first: usize,
+        out: &mut [u16],
+    ) -> Result<()> {
+        let (slots, freqs, starts) = (&self.slots[..], &self.freqs[..], &self.starts[..]);
+        let escape = self.counts.len();
+        for (k, o) in out.iter_mut().enumerate() {
+            let x = &mut states[(first + k) % STATES];
+            let slot = *x & ((1 << BITS) - 1);
+            let s = slots[slot as usize] as usize;
+            rans::step(x, BITS, freqs[s], slot - starts[s], words);
+            *o = s as u16;
+            if s == escape {
+                let s = (*x & ((1 << self.raw) - 1)) as usize;
+                rans::step(x, self.raw, 1, 0, words);
+                if s >= escape {
+                    return Err(Error::Corrupt("tensor block: bad escaped symbol".into()));
+                }
+                *o = s as u16;
+            }
+        }
+        for &s in out.iter() {
+            self.counts[s as usize] += 1;
+        }
+        self.total += out.len() as u32;
+        Ok(())
+    }
+}
+
+/// Reads the payload's fields in order.
+pub(super) struct Fields<'a> {
+    /// What is left to read.
+    pub(super) rest: &'a [u8],
+    /// The codec's name, for errors.
+    what: &'static str,
+}
+
+impl<'a> Fields<'a> {
+    /// Reads `payload` of codec `what`.
+    pub(super) fn new(payload: &'a [u8], what: &'static str) -> Self {
+        Fields {
+            rest: payload,
+            what,
+        }
+    }
+
+    /// The next `n` bytes.
+    pub(super) fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.rest.len() < n {
+            return Err(Error::Corrupt(format!("{} payload too short", self.what)));
+        }
+        let (a, b) = self.rest.split_at(n);
+        self.rest = b;
+        Ok(a)
+    }
+
+    /// The next `u32`.
+    pub(super) fn u32(&mut self) -> Result<u32> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+}
