@@ -4,7 +4,8 @@ quantized model exported back to float holds: OUT_DIR/deq8.f32.safetensors (int8
 scale per tensor), OUT_DIR/deq4row.f32.safetensors (int4 values, one scale per row),
 OUT_DIR/deq8row.f32.safetensors (int8, a scale per row) and OUT_DIR/deq4g128.f32.safetensors
 (int4, a scale per group of 128 values along a row). Six 512x768 tensors each, from a fixed
-seed (the first two files as written before the last two were added).
+seed (the first two files as written before the last two were added). Each also as
+NAME.bf16.safetensors: the f32 values cut to bf16 (their top 16 bits).
 Usage: python3 benches/dequantized.py OUT_DIR"""
 import json
 import struct
@@ -14,10 +15,16 @@ import numpy as np
 
 
 def write(path, tensors):
+    _write(path, tensors, "F32")
+    bf16 = [(name, (a.view(np.uint32) >> 16).astype(np.uint16)) for name, a in tensors]
+    _write(path.replace(".f32.", ".bf16."), bf16, "BF16")
+
+
+def _write(path, tensors, dtype):
     header, blobs, off = {}, [], 0
     for name, a in tensors:
         b = a.tobytes()
-        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
+        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
         off += len(b)
         blobs.append(b)
     h = json.dumps(header).encode()

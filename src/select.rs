@@ -161,8 +161,14 @@ pub fn code_block(
                 tensor::scaled::encode_into(data, &mut p);
                 best.consider(Codec::Scaled, p);
             }
-            // Values that repeat exactly (dequantized weights) as ranks among recent ones.
-            if let Some(size) = tensor::recent::choose(data, dtype, miss_bits, best.len()) {
+            // Values that repeat exactly (dequantized weights) as ranks among recent ones; not
+            // tried where scaled integers already won (every measured block: it codes their
+            // levels without a palette).
+            let recent = match best.codec {
+                Codec::Scaled => None,
+                _ => tensor::recent::choose(data, dtype, miss_bits, best.len()),
+            };
+            if let Some(size) = recent {
                 let mut p = Vec::new();
                 tensor::recent::encode_into(data, dtype, size, &mut p);
                 best.consider(Codec::Recent, p);

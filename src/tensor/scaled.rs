@@ -43,11 +43,13 @@ const PROBES: usize = 16;
 /// `k` if `v` (f32 bits) is exactly `k * s` in f32 arithmetic with `|k| <= K_MAX`.
 #[inline(always)]
 fn level(v: u32, s: f32) -> Option<i32> {
-    let q = (f32::from_bits(v) / s).round();
+    let q = f32::from_bits(v) / s;
     if q.is_nan() || q.abs() > K_MAX as f32 {
         return None;
     }
-    let k = q as i32;
+    // Rounded half away from zero without a call (the baseline target has no rounding
+    // instruction); a wrong `k` only fails the check below.
+    let k = (q + 0.5f32.copysign(q)) as i32;
     ((k as f32 * s).to_bits() == v).then_some(k)
 }
 
@@ -73,14 +75,17 @@ fn at(data: &[u8], i: usize) -> u32 {
     ])
 }
 
-/// How many of `vals` are levels of `s`.
+/// How many of `vals` are levels of `s` or -0.0 (which has its own symbol).
 fn fits(vals: &[u32], s: f32) -> usize {
-    vals.iter().filter(|&&v| level(v, s).is_some()).count()
+    vals.iter()
+        .filter(|&&v| v == MINUS_ZERO_BITS || level(v, s).is_some())
+        .count()
 }
 
 /// The scale that most of `vals` are levels of, among the smallest non-zero magnitude
-/// divided by 1 to 8 (and its neighbours by one ulp), with how many; ties go to the scale that
-/// more of `more` (the values after them) are levels of, then to the first.
+/// divided by 1 to 8 (and its neighbours by one ulp), with how many: the first such quotient
+/// that they all are levels of, else the most fitting, ties going to the scale that more of
+/// `more` (the values after them) are levels of, then to the first.
 fn best_scale(vals: &[u32], more: &[u32]) -> Option<(f32, usize)> {
     let small = vals
         .iter()
@@ -100,6 +105,10 @@ fn best_scale(vals: &[u32], more: &[u32]) -> Option<(f32, usize)> {
                 continue;
             }
             let n = fits(vals, s);
+            // The smallest value itself (or an exact fraction of it) fitting them all.
+            if n == vals.len() && s.to_bits() == c {
+                return Some((s, n));
+            }
             best = match best {
                 None => Some((s, n, None)),
                 Some((_, b, _)) if n > b => Some((s, n, None)),
