@@ -178,9 +178,27 @@ impl Input {
     }
 }
 
-/// Where the output goes: standard output or a temporary file renamed into place on success.
+/// Whether `meta` is a block device (a disk: written only with `-f`).
+fn is_block_device(meta: &std::fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        meta.file_type().is_block_device()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        false
+    }
+}
+
+/// Where the output goes: standard output, a device or pipe written in place, or a temporary
+/// file renamed into place on success.
 enum Output {
     Stdout,
+    /// An existing file that is not a regular file (`/dev/null`, a FIFO): renaming over it
+    /// would replace it, so it is written directly.
+    Special(File),
     File {
         tmp: tempfile::NamedTempFile,
         dest: PathBuf,
@@ -195,6 +213,15 @@ impl Output {
         };
         if dest.is_dir() {
             return Err(Failure(format!("{}: is a directory", dest.display())));
+        }
+        if let Ok(meta) = std::fs::metadata(&dest) {
+            if !meta.is_file() && (force || !is_block_device(&meta)) {
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&dest)
+                    .map_err(|e| Failure(format!("{}: {}", dest.display(), io_message(&e))))?;
+                return Ok(Output::Special(f));
+            }
         }
         if !force && dest.symlink_metadata().is_ok() {
             return Err(Failure(format!(
@@ -216,6 +243,7 @@ impl Output {
     fn writer(&mut self) -> Box<dyn Write + '_> {
         match self {
             Output::Stdout => Box::new(BufWriter::with_capacity(1 << 20, io::stdout().lock())),
+            Output::Special(f) => Box::new(BufWriter::with_capacity(1 << 20, f)),
             Output::File { tmp, .. } => {
                 Box::new(BufWriter::with_capacity(1 << 20, tmp.as_file_mut()))
             }

@@ -166,3 +166,41 @@ fn refuses_bad_options() {
     );
     assert!(!d.join("f.sep").exists());
 }
+
+#[cfg(unix)]
+#[test]
+fn output_to_a_pipe_is_written_in_place() {
+    // `-o` naming a FIFO (as `/dev/null` is a device): sep must write into it, not rename a
+    // temporary file over it, with or without -f.
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let data = b"pipes and devices are not files\n".repeat(300);
+    fs::write(d.join("a.txt"), &data).unwrap();
+    ok(&sep(d, &["compress", "-q", "a.txt"]));
+    let fifo = d.join("pipe");
+    let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    for force in [false, true] {
+        // Held open for writing until sep is done, so that the reader never waits on a
+        // writer that will not come (and sees the end once sep and this have closed it).
+        let keeper = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&fifo)
+            .unwrap();
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || fs::read(fifo).unwrap())
+        };
+        let mut args = vec!["decompress", "-q", "-o", "pipe", "a.txt.sep"];
+        if force {
+            args.insert(1, "-f");
+        }
+        let run = sep(d, &args);
+        drop(keeper);
+        ok(&run);
+        assert!(reader.join().unwrap() == data, "force {force}");
+        assert!(fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    }
+}
