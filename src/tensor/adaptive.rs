@@ -2,6 +2,7 @@
 //! rANS frequencies between batches of values, with an escape for symbols not yet counted;
 //! and the reader of their payloads' fields.
 
+use super::lanes::Kernel;
 use crate::coder::rans::{self, fit, Sym};
 use crate::error::{Error, Result};
 
@@ -74,9 +75,21 @@ pub(super) struct Table {
     /// Symbols from this one on come in pairs (a value and its negative, say) that learn
     /// from each other's counts.
     pairs: usize,
-    /// Symbol of each slot (decoder only).
+    /// Symbol of each slot, and one entry of padding (decoder only).
     slots: Vec<u16>,
+    /// `start | freq << 16` of each symbol, the escape last (decoder only).
+    enc: Vec<u32>,
+    /// The kernel that decodes symbols.
+    kernel: Kernel,
+    /// Room for the weights `refit` shares out.
+    weights: Vec<u32>,
+    /// Counts of decoded symbols not yet in `counts`, `PARTS` per symbol (symbol `k` of a
+    /// batch in part `k mod PARTS`, so that repeats of one symbol do not wait on each other).
+    parts: Vec<u32>,
 }
+
+/// Partial counts per symbol while decoding.
+const PARTS: usize = 4;
 
 impl Table {
     /// A table of `symbols`, those from `pairs` on in pairs; `decoder` if it decodes.
@@ -89,7 +102,11 @@ impl Table {
             starts: vec![0; symbols + 1],
             raw: usize::BITS - (symbols - 1).leading_zeros(),
             pairs,
-            slots: vec![0; if decoder { 1 << BITS } else { 0 }],
+            slots: vec![0; if decoder { (1 << BITS) + 1 } else { 0 }],
+            enc: vec![0; if decoder { symbols + 1 } else { 0 }],
+            kernel: Kernel::detect(),
+            weights: Vec::with_capacity(symbols),
+            parts: vec![0; if decoder { PARTS * symbols } else { 0 }],
         };
         t.refit();
         t
@@ -109,16 +126,17 @@ impl Table {
         // A symbol of a pair weighs 7 of its own counts and 1 of its partner's (what it
         // learns from a partner; the two often differ, as int4's -8 and +8 do), others 8.
         let c = &self.counts;
-        let weights: Vec<u32> = (0..n)
-            .map(|i| match i < p {
-                true => 8 * c[i],
-                false => {
-                    let j = p + ((i - p) ^ 1);
-                    7 * c[i] + c.get(j).copied().unwrap_or(c[i])
-                }
-            })
-            .collect();
+        let mut weights = std::mem::take(&mut self.weights);
+        weights.clear();
+        weights.extend((0..n).map(|i| match i < p {
+            true => 8 * c[i],
+            false => {
+                let j = p + ((i - p) ^ 1);
+                7 * c[i] + c.get(j).copied().unwrap_or(c[i])
+            }
+        }));
         share(&weights, BITS, &mut self.freqs[..n]);
+        self.weights = weights;
         let used: u32 = self.freqs[..n].iter().sum();
         self.freqs[n] = (1 << BITS) - used;
         let mut at = 0;
@@ -128,7 +146,12 @@ impl Table {
         }
         if !self.slots.is_empty() {
             for (s, (&st, &f)) in self.starts.iter().zip(&self.freqs).enumerate() {
-                self.slots[st as usize..(st + f) as usize].fill(s as u16);
+                if f > 0 {
+                    self.slots[st as usize..(st + f) as usize].fill(s as u16);
+                }
+            }
+            for (e, (&st, &f)) in self.enc.iter_mut().zip(self.starts.iter().zip(&self.freqs)) {
+                *e = st | f << 16;
             }
         }
         self.fitted = self.total;
@@ -136,6 +159,17 @@ impl Table {
 
     /// End of a batch: halves the counts at `HALVE` and refits once they grew by a quarter.
     pub(super) fn end_batch(&mut self) {
+        let due = self.total >= HALVE || 4 * (self.total - self.fitted) >= self.fitted;
+        if due && !self.parts.is_empty() {
+            for (c, p) in self
+                .counts
+                .iter_mut()
+                .zip(self.parts.chunks_exact_mut(PARTS))
+            {
+                *c += p.iter().sum::<u32>();
+                p.fill(0);
+            }
+        }
         let halved = self.total >= HALVE;
         if halved {
             self.total = 0;
@@ -172,25 +206,37 @@ impl Table {
         first: usize,
         out: &mut [u16],
     ) -> Result<()> {
-        let (slots, freqs, starts) = (&self.slots[..], &self.freqs[..], &self.starts[..]);
         let escape = self.counts.len();
-        for (k, o) in out.iter_mut().enumerate() {
-            let x = &mut states[(first + k) % STATES];
-            let slot = *x & ((1 << BITS) - 1);
-            let s = slots[slot as usize] as usize;
-            rans::step(x, BITS, freqs[s], slot - starts[s], words);
-            *o = s as u16;
-            if s == escape {
-                let s = (*x & ((1 << self.raw) - 1)) as usize;
-                rans::step(x, self.raw, 1, 0, words);
-                if s >= escape {
-                    return Err(Error::Corrupt("tensor block: bad escaped symbol".into()));
-                }
-                *o = s as u16;
+        let mut k = 0;
+        while k < out.len() {
+            if (first + k).is_multiple_of(STATES) {
+                let x: &mut [u32; STATES] = (&mut states[..STATES]).try_into().expect("16 states");
+                k += self
+                    .kernel
+                    .adaptive::<BITS>(x, words, &self.slots, &self.enc, &mut out[k..]);
             }
+            // The scalar reference up to the next group of 16 (past an escape, say).
+            let stop = out.len().min(k + STATES - (first + k) % STATES);
+            for k in k..stop {
+                let x = &mut states[(first + k) % STATES];
+                let slot = *x & ((1 << BITS) - 1);
+                let s = self.slots[slot as usize] as usize;
+                let f = self.freqs[s];
+                rans::step(x, BITS, f, slot - self.starts[s], words);
+                out[k] = s as u16;
+                if s == escape {
+                    let s = (*x & ((1 << self.raw) - 1)) as usize;
+                    rans::step(x, self.raw, 1, 0, words);
+                    if s >= escape {
+                        return Err(Error::Corrupt("tensor block: bad escaped symbol".into()));
+                    }
+                    out[k] = s as u16;
+                }
+            }
+            k = stop;
         }
-        for &s in out.iter() {
-            self.counts[s as usize] += 1;
+        for (k, &s) in out.iter().enumerate() {
+            self.parts[PARTS * s as usize + k % PARTS] += 1;
         }
         self.total += out.len() as u32;
         Ok(())
@@ -228,5 +274,72 @@ impl<'a> Fields<'a> {
     pub(super) fn u32(&mut self) -> Result<u32> {
         let b = self.take(4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::xorshift;
+
+    /// Symbols about normal around the middle of `symbols`, with rare new ones.
+    fn symbols(n: usize, symbols: usize, seed: u64) -> Vec<u16> {
+        let mut x = seed;
+        (0..n)
+            .map(|i| {
+                let r = xorshift(&mut x);
+                if r.is_multiple_of(97) {
+                    // Rare symbols anywhere, escaped when first seen.
+                    (r >> 8) as u16 % symbols as u16
+                } else {
+                    let spread = 2 + (i / 1000) as u64 % 40;
+                    let a = (r >> 8) % spread;
+                    let b = (r >> 24) % spread;
+                    (symbols as u64 / 2 + a - b) as u16
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_kernel_decodes_what_the_table_coded() {
+        for (n, sym_count, seed) in [(20_000, 2050, 1), (5_003, 300, 2), (70, 12, 3)] {
+            let syms = symbols(n, sym_count, seed);
+            let mut tab = Table::new(sym_count, 4, false);
+            let mut enc = rans::Encoder::new(n, STATES);
+            let mut end = batch_end(0);
+            for (i, &s) in syms.iter().enumerate() {
+                if i == end {
+                    tab.end_batch();
+                    end = batch_end(end);
+                }
+                tab.put(s as usize, i % STATES, &mut enc);
+                tab.count(s as usize);
+            }
+            let mut stream = Vec::new();
+            enc.finish(&mut stream);
+            for kernel in Kernel::supported() {
+                let (mut st, mut words) = rans::Decoder::new(&stream, STATES).unwrap().split();
+                let mut tab = Table::new(sym_count, 4, true);
+                tab.kernel = kernel;
+                let mut out = vec![0u16; n];
+                let (mut at, mut end) = (0, batch_end(0));
+                let mut step = 1;
+                while at < n {
+                    // Uneven calls: groups of 16 start in the middle of some.
+                    let stop = (at + step).min(end).min(n);
+                    tab.get_all(&mut st, &mut words, at, &mut out[at..stop])
+                        .unwrap();
+                    at = stop;
+                    if at == end {
+                        tab.end_batch();
+                        end = batch_end(end);
+                    }
+                    step = step % 53 + 7;
+                }
+                assert_eq!(out, syms, "{kernel:?}");
+                rans::Decoder::join(st, words).finish().unwrap();
+            }
+        }
     }
 }

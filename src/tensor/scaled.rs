@@ -265,8 +265,30 @@ pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -
             tab.end_batch();
             end = batch_end(end);
         }
-        for &s in &syms[..len] {
-            let s = s as usize;
+        let mut i = 0;
+        while i < len {
+            // Runs of 16 levels under the current scale, without a branch per value.
+            if let (true, Some(run), Some(o)) = (
+                have_scale,
+                syms[..len].get(i..i + 16),
+                body.get_mut(4 * at..4 * at + 64),
+            ) {
+                if run.iter().fold(u16::MAX, |m, &s| m.min(s)) as usize >= LEVEL {
+                    let mut v = [0f32; 16];
+                    for (v, &s) in v.iter_mut().zip(run) {
+                        let z = s as i32 - LEVEL as i32;
+                        *v = ((z >> 1) ^ -(z & 1)) as f32 * scale;
+                    }
+                    for (o, v) in o.chunks_exact_mut(4).zip(v) {
+                        o.copy_from_slice(&v.to_le_bytes());
+                    }
+                    i += 16;
+                    at += 16;
+                    continue;
+                }
+            }
+            let s = syms[i] as usize;
+            i += 1;
             if s >= LEVEL && at < n && have_scale {
                 let v = unzigzag(s - LEVEL) as f32 * scale;
                 body[4 * at..4 * at + 4].copy_from_slice(&v.to_le_bytes());

@@ -288,3 +288,68 @@ pub(super) unsafe fn encode_group<const R: usize>(
         _mm256_storeu_si256(x[8 * r..].as_mut_ptr().cast(), *xs);
     }
 }
+
+/// `avx512::adaptive` with AVX2: the 16 states in two registers of 8.
+#[target_feature(enable = "avx2,popcnt,bmi1,bmi2,lzcnt")]
+pub(super) unsafe fn adaptive(
+    bits: u32,
+    x: &mut [u32; 16],
+    w: &mut Words,
+    slots: &[u16],
+    enc: &[u32],
+    out: &mut [u16],
+) -> usize {
+    debug_assert!(slots.len() > 1 << bits && enc.len() < 1 << 16);
+    let data = w.words;
+    let mut pos = w.pos;
+    let shift = _mm_cvtsi32_si128(bits as i32);
+    let mut xs: [__m256i; 2] =
+        std::array::from_fn(|r| _mm256_loadu_si256(x[8 * r..].as_ptr().cast()));
+    let zero = _mm256_setzero_si256();
+    let low16 = _mm256_set1_epi32(0xffff);
+    let mask = _mm256_set1_epi32((1 << bits) - 1);
+    let escape = _mm256_set1_epi32(enc.len() as i32 - 1);
+    let (slots_at, enc_at) = (slots.as_ptr() as *const i32, enc.as_ptr() as *const i32);
+    let mut done = 0;
+    while done + 16 <= out.len() && pos + 32 <= data.len() {
+        let mut slot = [zero; 2];
+        let mut s = [zero; 2];
+        for r in 0..2 {
+            slot[r] = _mm256_and_si256(xs[r], mask);
+            // In bounds: the slot table has an entry of padding for the last slot's read.
+            s[r] = _mm256_and_si256(_mm256_i32gather_epi32::<2>(slots_at, slot[r]), low16);
+        }
+        let hit = _mm256_or_si256(
+            _mm256_cmpeq_epi32(s[0], escape),
+            _mm256_cmpeq_epi32(s[1], escape),
+        );
+        if _mm256_testz_si256(hit, hit) == 0 {
+            break;
+        }
+        for r in 0..2 {
+            let d = _mm256_i32gather_epi32::<4>(enc_at, s[r]);
+            let y = _mm256_add_epi32(
+                _mm256_mullo_epi32(_mm256_srli_epi32::<16>(d), _mm256_srl_epi32(xs[r], shift)),
+                _mm256_sub_epi32(slot[r], _mm256_and_si256(d, low16)),
+            );
+            let need = _mm256_cmpeq_epi32(_mm256_srli_epi32::<16>(y), zero);
+            let m = _mm256_movemask_ps(_mm256_castsi256_ps(need)) as usize;
+            let next = _mm256_cvtepu16_epi32(_mm_loadu_si128(data.as_ptr().add(pos).cast()));
+            let order = _mm256_loadu_si256(EXPAND[m].as_ptr().cast());
+            let fill = _mm256_permutevar8x32_epi32(next, order);
+            let refilled = _mm256_or_si256(_mm256_slli_epi32::<16>(y), fill);
+            xs[r] = _mm256_blendv_epi8(y, refilled, need);
+            pos += 2 * m.count_ones() as usize;
+        }
+        // Symbols are below 2^16, so the saturating pack keeps them whole.
+        let packed = _mm256_packus_epi32(s[0], s[1]);
+        let ordered = _mm256_permute4x64_epi64::<0b11_01_10_00>(packed);
+        _mm256_storeu_si256(out.as_mut_ptr().add(done).cast(), ordered);
+        done += 16;
+    }
+    for (r, xs) in xs.iter().enumerate() {
+        _mm256_storeu_si256(x[8 * r..].as_mut_ptr().cast(), *xs);
+    }
+    w.pos = pos;
+    done
+}
