@@ -55,15 +55,16 @@ impl Cache {
     /// Sort key of a value: its bits mapped so that float order is integer order.
     #[inline(always)]
     fn key(&self, v: u64) -> u64 {
-        // Without a branch (signs come at random): positive values flip the sign, negative
-        // ones every bit.
-        v ^ select_unpredictable(v & self.sign != 0, self.mask, self.sign)
+        // Positive values flip the sign, negative ones every bit; in arithmetic, as signs come
+        // at random (a select was compiled to a branch).
+        v ^ (self.sign | (self.mask ^ self.sign) & 0u64.wrapping_sub(u64::from(v & self.sign != 0)))
     }
 
-    /// Value of a sort key.
+    /// Value of a sort key (as `key`, without a branch).
     #[inline(always)]
     fn value(&self, key: u64) -> u64 {
-        key ^ select_unpredictable(key & self.sign == 0, self.mask, self.sign)
+        key ^ (self.sign
+            | (self.mask ^ self.sign) & 0u64.wrapping_sub(u64::from(key & self.sign == 0)))
     }
 
     /// Rank of `key` if cached, else where it would go.
@@ -149,10 +150,9 @@ impl Cache {
             self.stamps.insert(at, t);
             return;
         }
-        // The least recently used (two passes that vectorise), then one shift of the values
-        // between it and the new one's place.
-        let first = self.stamps.iter().copied().min().unwrap_or(0);
-        let old = self.stamps.iter().position(|&s| s == first).unwrap_or(0);
+        // The least recently used, then one shift of the values between it and the new one's
+        // place.
+        let old = oldest(&self.stamps);
         self.below -= usize::from(self.keys[old] < self.sign);
         let to = match old < at {
             true => {
@@ -195,6 +195,36 @@ impl Cache {
         };
         (r < self.keys.len()).then_some(r)
     }
+}
+
+/// Index of the smallest stamp (the first, of equals).
+fn oldest(stamps: &[u32]) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if crate::engine::level() >= crate::engine::KernelLevel::Avx2 {
+        // SAFETY: AVX2 support was checked when the level was chosen.
+        return unsafe { oldest_avx2(stamps) };
+    }
+    oldest_in(stamps)
+}
+
+/// `oldest` compiled for AVX2 (an unsigned minimum per lane).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn oldest_avx2(stamps: &[u32]) -> usize {
+    oldest_in(stamps)
+}
+
+/// `oldest`, in passes that vectorise: the minimum, the piece of 16 that holds it, its place
+/// there.
+#[inline(always)]
+fn oldest_in(stamps: &[u32]) -> usize {
+    let first = stamps.iter().copied().min().unwrap_or(0);
+    for (c, piece) in stamps.chunks(16).enumerate() {
+        if piece.iter().fold(false, |any, &s| any | (s == first)) {
+            return 16 * c + piece.iter().position(|&s| s == first).unwrap_or(0);
+        }
+    }
+    0
 }
 
 /// The symbol table of a cache of `size`: symbols 0 (a miss) to `2 size`, the ranks as
