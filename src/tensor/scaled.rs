@@ -267,17 +267,21 @@ pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -
         }
         let mut i = 0;
         while i < len {
-            // Runs of 16 levels under the current scale, without a branch per value.
+            // Runs of 16 levels or -0.0 under the current scale, without a branch per value.
             if let (true, Some(run), Some(o)) = (
                 have_scale,
                 syms[..len].get(i..i + 16),
                 body.get_mut(4 * at..4 * at + 64),
             ) {
-                if run.iter().fold(u16::MAX, |m, &s| m.min(s)) as usize >= LEVEL {
-                    let mut v = [0f32; 16];
+                if run.iter().fold(u16::MAX, |m, &s| m.min(s)) as usize >= MINUS_ZERO {
+                    let mut v = [0u32; 16];
                     for (v, &s) in v.iter_mut().zip(run) {
                         let z = s as i32 - LEVEL as i32;
-                        *v = ((z >> 1) ^ -(z & 1)) as f32 * scale;
+                        let level = (((z >> 1) ^ -(z & 1)) as f32 * scale).to_bits();
+                        *v = match s as usize == MINUS_ZERO {
+                            true => MINUS_ZERO_BITS,
+                            false => level,
+                        };
                     }
                     for (o, v) in o.chunks_exact_mut(4).zip(v) {
                         o.copy_from_slice(&v.to_le_bytes());
