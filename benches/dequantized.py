@@ -5,7 +5,8 @@ scale per tensor), OUT_DIR/deq4row.f32.safetensors (int4 values, one scale per r
 OUT_DIR/deq8row.f32.safetensors (int8, a scale per row) and OUT_DIR/deq4g128.f32.safetensors
 (int4, a scale per group of 128 values along a row). Six 512x768 tensors each, from a fixed
 seed (the first two files as written before the last two were added). Each also as
-NAME.bf16.safetensors: the f32 values cut to bf16 (their top 16 bits).
+NAME.bf16.safetensors: the f32 values cut to bf16 (their top 16 bits), and as
+NAME.bf16r.safetensors: rounded to the nearest bf16, ties to even (as torch converts).
 Usage: python3 benches/dequantized.py OUT_DIR"""
 import json
 import struct
@@ -18,6 +19,12 @@ def write(path, tensors):
     _write(path, tensors, "F32")
     bf16 = [(name, (a.view(np.uint32) >> 16).astype(np.uint16)) for name, a in tensors]
     _write(path.replace(".f32.", ".bf16."), bf16, "BF16")
+    rounded = []
+    for name, a in tensors:
+        u = a.view(np.uint32).astype(np.uint64)
+        r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+        rounded.append((name, r))
+    _write(path.replace(".f32.", ".bf16r."), rounded, "BF16")
 
 
 def _write(path, tensors, dtype):
