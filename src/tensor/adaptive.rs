@@ -197,6 +197,43 @@ impl Table {
         }
     }
 
+    /// Queues a whole stream's `syms` (symbol `i` on state `i mod STATES`), refitting
+    /// between batches as the decoder will.
+    pub(super) fn put_all(&mut self, syms: &[u16], enc: &mut rans::Encoder) {
+        let mut end = batch_end(0);
+        for (i, &s) in syms.iter().enumerate() {
+            if i == end {
+                self.end_batch();
+                end = batch_end(end);
+            }
+            self.put(s as usize, i % STATES, enc);
+            self.count(s as usize);
+        }
+    }
+
+    /// Decodes the stream's symbols from number `at` on into `out`, ending each batch whose
+    /// end `end` it reaches (and moving `end` to the next).
+    pub(super) fn get_span(
+        &mut self,
+        states: &mut [u32; rans::WAYS],
+        words: &mut rans::Words,
+        at: usize,
+        end: &mut usize,
+        out: &mut [u16],
+    ) -> Result<()> {
+        let mut done = 0;
+        while done < out.len() {
+            let stop = (*end - (at + done)).min(out.len() - done);
+            self.get_all(states, words, at + done, &mut out[done..done + stop])?;
+            done += stop;
+            if at + done == *end {
+                self.end_batch();
+                *end = batch_end(*end);
+            }
+        }
+        Ok(())
+    }
+
     /// Decodes `out.len()` symbols into `out`, symbol `k` from state `(first + k) mod
     /// STATES`, and counts them.
     pub(super) fn get_all(
@@ -307,15 +344,7 @@ mod tests {
             let syms = symbols(n, sym_count, seed);
             let mut tab = Table::new(sym_count, 4, false);
             let mut enc = rans::Encoder::new(n, STATES);
-            let mut end = batch_end(0);
-            for (i, &s) in syms.iter().enumerate() {
-                if i == end {
-                    tab.end_batch();
-                    end = batch_end(end);
-                }
-                tab.put(s as usize, i % STATES, &mut enc);
-                tab.count(s as usize);
-            }
+            tab.put_all(&syms, &mut enc);
             let mut stream = Vec::new();
             enc.finish(&mut stream);
             for kernel in Kernel::supported() {
@@ -327,14 +356,10 @@ mod tests {
                 let mut step = 1;
                 while at < n {
                     // Uneven calls: groups of 16 start in the middle of some.
-                    let stop = (at + step).min(end).min(n);
-                    tab.get_all(&mut st, &mut words, at, &mut out[at..stop])
+                    let stop = (at + step).min(n);
+                    tab.get_span(&mut st, &mut words, at, &mut end, &mut out[at..stop])
                         .unwrap();
                     at = stop;
-                    if at == end {
-                        tab.end_batch();
-                        end = batch_end(end);
-                    }
                     step = step % 53 + 7;
                 }
                 assert_eq!(out, syms, "{kernel:?}");

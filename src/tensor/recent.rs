@@ -338,15 +338,7 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType, size: usize, out: &mut Ve
     }
     let mut tab = table(size, false);
     let mut enc = rans::Encoder::new(n, STATES);
-    let mut end = batch_end(0);
-    for (i, &s) in syms.iter().enumerate() {
-        if i == end {
-            tab.end_batch();
-            end = batch_end(end);
-        }
-        tab.put(s as usize, i % STATES, &mut enc);
-        tab.count(s as usize);
-    }
+    tab.put_all(&syms, &mut enc);
     out.clear();
     out.push(dtype.tag());
     out.extend_from_slice(&(n as u32).to_le_bytes());
@@ -412,17 +404,8 @@ fn decode_w<const W: usize>(
     for batch in out.chunks_mut(MAX_BATCH * W) {
         // Symbols first (they decode independently), up to each refit; then the values.
         let n = batch.len() / W;
-        let mut done = 0;
-        while done < n {
-            let stop = (end - at).min(n - done);
-            tab.get_all(&mut st, &mut words, at, &mut syms[done..done + stop])?;
-            done += stop;
-            at += stop;
-            if at == end {
-                tab.end_batch();
-                end = batch_end(end);
-            }
-        }
+        tab.get_span(&mut st, &mut words, at, &mut end, &mut syms[..n])?;
+        at += n;
         let first = at - n;
         for (k, &s) in syms[..n].iter().enumerate() {
             let t = (first + k) as u32;

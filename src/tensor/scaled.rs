@@ -189,15 +189,7 @@ pub fn encode_into(data: &[u8], out: &mut Vec<u8>) {
     }
     let mut tab = Table::new(SYMBOLS, LEVEL + 1, false);
     let mut enc = rans::Encoder::new(syms.len(), STATES);
-    let mut end = batch_end(0);
-    for (i, &s) in syms.iter().enumerate() {
-        if i == end {
-            tab.end_batch();
-            end = batch_end(end);
-        }
-        tab.put(s as usize, i % STATES, &mut enc);
-        tab.count(s as usize);
-    }
+    tab.put_all(&syms, &mut enc);
     out.clear();
     out.push(DType::F32.tag());
     out.extend_from_slice(&(n as u32).to_le_bytes());
@@ -258,13 +250,9 @@ pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -
     let mut scale = f32::NAN;
     let mut at = 0;
     while done < total {
-        let len = (end - done).min(total - done);
-        tab.get_all(&mut st, &mut words, done, &mut syms[..len])?;
+        let len = MAX_BATCH.min(total - done);
+        tab.get_span(&mut st, &mut words, done, &mut end, &mut syms[..len])?;
         done += len;
-        if done == end {
-            tab.end_batch();
-            end = batch_end(end);
-        }
         let mut i = 0;
         while i < len {
             // Runs of 16 levels or -0.0 under the current scale, without a branch per value.
