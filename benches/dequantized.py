@@ -6,7 +6,10 @@ OUT_DIR/deq8row.f32.safetensors (int8, a scale per row) and OUT_DIR/deq4g128.f32
 (int4, a scale per group of 128 values along a row). Six 512x768 tensors each, from a fixed
 seed (the first two files as written before the last two were added). Each also as
 NAME.bf16.safetensors: the f32 values cut to bf16 (their top 16 bits), and as
-NAME.bf16r.safetensors: rounded to the nearest bf16, ties to even (as torch converts).
+NAME.bf16r.safetensors: rounded to the nearest bf16, ties to even (as torch converts), and as
+NAME.f16.safetensors: rounded to the nearest f16 (as NumPy converts). Last, deq4g32h: int4
+values in groups of 32 along a row, each with an f16 scale (as llama.cpp's Q4_0 and the
+bf16 checkpoints made from it hold), written the same four ways.
 Usage: python3 benches/dequantized.py OUT_DIR"""
 import json
 import struct
@@ -25,6 +28,7 @@ def write(path, tensors):
         r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
         rounded.append((name, r))
     _write(path.replace(".f32.", ".bf16r."), rounded, "BF16")
+    _write(path.replace(".f32.", ".f16."), [(n, a.astype(np.float16)) for n, a in tensors], "F16")
 
 
 def _write(path, tensors, dtype):
@@ -65,3 +69,9 @@ for i in range(6):
     scale = rng.uniform(0.001, 0.01, (512, 6, 1)).astype(np.float32)
     t.append((f"w{i}", (q * scale).reshape(512, 768).astype(np.float32)))
 write(f"{out}/deq4g128.f32.safetensors", t)
+t = []
+for i in range(6):
+    q = np.clip(np.round(rng.normal(0, 3, (512, 24, 32))), -8, 7).astype(np.float32)
+    scale = rng.uniform(0.001, 0.01, (512, 24, 1)).astype(np.float16).astype(np.float32)
+    t.append((f"w{i}", (q * scale).reshape(512, 768).astype(np.float32)))
+write(f"{out}/deq4g32h.f32.safetensors", t)

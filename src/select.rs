@@ -155,10 +155,10 @@ pub fn code_block(
             // A value the tensor codec codes at its average cost (a miss, below).
             let values = (data.len() / dtype.width()).max(1);
             let miss_bits = 8.0 * best.len() as f64 / values as f64;
-            // f32 values that are integers times a scale (dequantized weights) as integers.
-            if dtype == tensor::DType::F32 && tensor::scaled::plausible(data) {
+            // Values that are integers times a scale (dequantized weights) as integers.
+            if let Some(form) = tensor::scaled::choose(data, dtype) {
                 let mut p = Vec::new();
-                tensor::scaled::encode_into(data, &mut p);
+                tensor::scaled::encode_into(data, form, &mut p);
                 best.consider(Codec::Scaled, p);
             }
             // Values that repeat exactly (dequantized weights) as ranks among recent ones; not

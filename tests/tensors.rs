@@ -154,8 +154,9 @@ fn npy_and_raw_arrays_round_trip() {
 
 /// A safetensors file of dequantized weights: two tensors of `rows` x 512 small integers
 /// (`levels` of them, about normal) times a scale per row (`per_row`) or per tensor, as f32
-/// or, if `bf16`, those f32 values cut to bf16.
-fn dequantized(rows: usize, levels: u64, per_row: bool, bf16: bool) -> Vec<u8> {
+/// or, if `bf16`, those f32 values cut to bf16; with `palette`, the integers pick among
+/// random values instead (a codebook, not multiples of a scale).
+fn dequantized(rows: usize, levels: u64, per_row: bool, bf16: bool, palette: bool) -> Vec<u8> {
     let mut x = 0x9e37_79b9_u64;
     let mut next = move || {
         x ^= x << 13;
@@ -173,7 +174,12 @@ fn dequantized(rows: usize, levels: u64, per_row: bool, bf16: bool) -> Vec<u8> {
             }
             for _ in 0..512 {
                 let q = (0..4).map(|_| next() % levels).sum::<u64>() as f32;
-                let w = (q - (2 * (levels - 1)) as f32) * scale;
+                let w = match palette {
+                    true => f32::from_bits(
+                        0x3800_0000 + (q as u32).wrapping_mul(0x9e37_79b9) % 0x800_0000,
+                    ),
+                    false => (q - (2 * (levels - 1)) as f32) * scale,
+                };
                 match bf16 {
                     true => data.extend_from_slice(&w.to_le_bytes()[2..]),
                     false => data.extend_from_slice(&w.to_le_bytes()),
@@ -198,15 +204,23 @@ fn dequantized(rows: usize, levels: u64, per_row: bool, bf16: bool) -> Vec<u8> {
 fn dequantized_weights_take_their_codecs() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    // f32 integers times scales go to the scaled-integers codec; bf16 ones (cut from f32,
-    // so not exact multiples) to the recent-values codec.
+    // Integers times scales go to the scaled-integers codec (bf16 ones, cut from f32, from
+    // version 11), values from a palette to the recent-values codec.
     let cases = [
-        ("deq8.safetensors", 64, false, false, " scaled "),
-        ("deq4.safetensors", 4, true, false, " scaled "),
-        ("deq8.bf16.safetensors", 16, false, true, " recent "),
+        ("deq8.safetensors", 64, false, false, false, " scaled "),
+        ("deq4.safetensors", 4, true, false, false, " scaled "),
+        ("deq8.bf16.safetensors", 16, false, true, false, " scaled "),
+        (
+            "palette.bf16.safetensors",
+            16,
+            false,
+            true,
+            true,
+            " recent ",
+        ),
     ];
-    for (name, levels, per_row, bf16, codec) in cases {
-        let file = dequantized(300, levels, per_row, bf16);
+    for (name, levels, per_row, bf16, palette, codec) in cases {
+        let file = dequantized(300, levels, per_row, bf16, palette);
         fs::write(d.join(name), &file).unwrap();
         let archive = check_file_with(d, name, &[], codec);
         // Against the tensor codec alone on the second tensor, twice: at least a third smaller.
@@ -223,7 +237,12 @@ fn dequantized_weights_take_their_codecs() {
             archive.len()
         );
     }
-    for name in ["deq4.safetensors.sep", "deq8.bf16.safetensors.sep"] {
+    let archives = [
+        "deq4.safetensors.sep",
+        "deq8.bf16.safetensors.sep",
+        "palette.bf16.safetensors.sep",
+    ];
+    for name in archives {
         let archive = fs::read(d.join(name)).unwrap();
         // Damaged, it fails cleanly.
         let step = (archive.len() / 200).max(1);
@@ -240,6 +259,17 @@ fn dequantized_weights_take_their_codecs() {
             "{name}: {err}"
         );
     }
+    // A bf16 block of scaled integers relabelled as version 10 (f32 only then): refused.
+    let archive = fs::read(d.join("deq8.bf16.safetensors.sep")).unwrap();
+    let (mut h, len) = sep::format::Header::read(&mut &archive[..]).unwrap();
+    h.version = 10;
+    let mut relabelled = h.to_bytes();
+    relabelled.extend_from_slice(&archive[len as usize..]);
+    let err = sep::decompress(&relabelled[..], Vec::new(), &sep::Options::default()).unwrap_err();
+    assert!(
+        err.to_string().contains("bf16 in a version 10 archive"),
+        "{err}"
+    );
 }
 
 #[test]

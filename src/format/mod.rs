@@ -16,8 +16,9 @@ pub const END_MAGIC: [u8; 4] = [b'S', b'E', b'P', 0x89];
 /// by value on 4 states; versions 2 to 5 code tensor payloads differently (5: no block prior)
 /// and 2 to 4 have no header codec, 6 counts every value of a tensor block, 6 and 7 start
 /// its coder states empty, 1 to 8 checksum all original bytes in the trailer instead of the
-/// blocks' checksums, 1 to 9 have no recent-values or scaled-integers codec; otherwise the layout is the same).
-pub const VERSION: u16 = 10;
+/// blocks' checksums, 1 to 9 have no recent-values or scaled-integers codec, 10 has scaled
+/// integers for f32 only; otherwise the layout is the same).
+pub const VERSION: u16 = 11;
 /// Largest block size an archive may declare.
 pub const MAX_BLOCK_SIZE: u64 = 1 << 30;
 /// Largest model configuration an archive may declare.
@@ -47,7 +48,8 @@ pub enum Codec {
     Header,
     /// Payload is a tensor block coded as ranks among recent values (version 10).
     Recent,
-    /// Payload is an f32 tensor block coded as integers times scales (version 10).
+    /// Payload is a tensor block coded as integers times scales (version 10; bf16 and f16
+    /// from 11).
     Scaled,
 }
 

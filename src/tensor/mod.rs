@@ -11,6 +11,7 @@ mod lanes;
 mod legacy;
 mod planes;
 pub mod recent;
+pub mod rounding;
 pub mod scaled;
 
 pub use detect::{layout, sniff_stream, Kind, Segment};

@@ -1,16 +1,19 @@
-//! Scaled-integers codec of the tensor path, for f32 arrays whose values are integers times a
+//! Scaled-integers codec of the tensor path, for arrays whose values are integers times a
 //! scale that holds over a stretch of values (dequantized weights: a scale per tensor, row or
 //! group). Each value is coded as its integer `k` under the current scale `s` (the value is
-//! exactly `k * s` in f32 arithmetic), or as a miss; the encoder moves to a new scale where a
-//! value misses and the values ahead fit another scale better.
+//! exactly `k * s` in f32 arithmetic, rounded to the stored type for bf16 and f16), or as a
+//! miss; the encoder moves to a new scale where a value misses and the values ahead fit
+//! another scale better.
 //!
-//! Payload: dtype tag (f32), value count (`u32`), tail length + tail bytes, scale count
-//! (`u32`) + the scales (f32 bits, `u32` each), miss count (`u32`), length (`u32`) + tensor
-//! payload of the misses, then the rANS stream of the symbols: 0 a miss, 1 the next scale (the
-//! value's own symbol follows), 2 the value -0.0, `3 + zigzag(k)` for `|k| <= K_MAX`.
+//! Payload: dtype tag, for bf16 and f16 a rounding byte (`Form::rounding_tag`, version 11),
+//! value count (`u32`), tail length + tail bytes, scale count (`u32`) + the scales (f32 bits,
+//! `u32` each), miss count (`u32`), length (`u32`) + tensor payload of the misses, then the
+//! rANS stream of the symbols: 0 a miss, 1 the next scale (the value's own symbol follows), 2
+//! the value -0.0, `3 + zigzag(k)` for `|k| <= K_MAX`.
 
 use super::adaptive::STATES;
 use super::adaptive::{batch_end, Fields, Table, MAX_BATCH};
+use super::rounding::Form;
 use super::DType;
 use crate::coder::rans;
 use crate::error::{Error, Result};
@@ -27,8 +30,6 @@ const NEW_SCALE: usize = 1;
 const MINUS_ZERO: usize = 2;
 /// Symbol of level 0; level `k` is `LEVEL + zigzag(k)`.
 const LEVEL: usize = 3;
-/// Bits of -0.0.
-const MINUS_ZERO_BITS: u32 = 0x8000_0000;
 /// Values looked ahead to choose a scale.
 const WINDOW: usize = 32;
 /// A new scale must fit this many more of the values ahead than the current one.
@@ -37,20 +38,27 @@ const MIN_GAIN: usize = 4;
 /// doubles after each failure).
 const RETRY: usize = 16;
 const MAX_RETRY: usize = 4096;
-/// Windows looked at, evenly spaced, to tell whether a block fits scales at all.
+/// Windows looked at, evenly spaced, to tell whether a block fits scales at all, and their
+/// length.
 const PROBES: usize = 16;
+const PROBE: usize = 16;
+/// Values a rounded form's scale is fitted to at most, from where it starts.
+const EXTEND: usize = 4096;
+/// Relative margin inside an interval of scales (products of a scale on a bound round the
+/// other way where the bound is open).
+const INSIDE: f64 = 1.0 / (1u64 << 20) as f64;
 
-/// `k` if `v` (f32 bits) is exactly `k * s` in f32 arithmetic with `|k| <= K_MAX`.
+/// `k` if stored value `v` is `form.narrow(k * s)` (f32 product) with `|k| <= K_MAX`.
 #[inline(always)]
-fn level(v: u32, s: f32) -> Option<i32> {
-    let q = f32::from_bits(v) / s;
+fn level(form: Form, v: u32, s: f32) -> Option<i32> {
+    let q = form.middle(v) / s;
     if q.is_nan() || q.abs() > K_MAX as f32 {
         return None;
     }
     // Rounded half away from zero without a call (the baseline target has no rounding
     // instruction); a wrong `k` only fails the check below.
     let k = (q + 0.5f32.copysign(q)) as i32;
-    ((k as f32 * s).to_bits() == v).then_some(k)
+    (form.narrow(k as f32 * s) == v).then_some(k)
 }
 
 #[inline(always)]
@@ -64,111 +72,318 @@ fn unzigzag(z: usize) -> i32 {
     ((z >> 1) as i32) ^ -((z & 1) as i32)
 }
 
-/// The f32 value (bits) at index `i` of `data`.
+/// The value (bits) at index `i` of `data`, of `width` bytes (2 or 4).
 #[inline(always)]
-fn at(data: &[u8], i: usize) -> u32 {
-    u32::from_le_bytes([
-        data[4 * i],
-        data[4 * i + 1],
-        data[4 * i + 2],
-        data[4 * i + 3],
-    ])
+fn at(data: &[u8], width: usize, i: usize) -> u32 {
+    match width {
+        2 => u16::from_le_bytes([data[2 * i], data[2 * i + 1]]) as u32,
+        _ => u32::from_le_bytes([
+            data[4 * i],
+            data[4 * i + 1],
+            data[4 * i + 2],
+            data[4 * i + 3],
+        ]),
+    }
 }
 
 /// How many of `vals` are levels of `s` or -0.0 (which has its own symbol).
-fn fits(vals: &[u32], s: f32) -> usize {
+fn fits(form: Form, vals: &[u32], s: f32) -> usize {
+    let minus_zero = form.minus_zero();
     vals.iter()
-        .filter(|&&v| v == MINUS_ZERO_BITS || level(v, s).is_some())
+        .filter(|&&v| v == minus_zero || level(form, v, s).is_some())
         .count()
 }
 
-/// The scale that most of `vals` are levels of, among the smallest non-zero magnitude
-/// divided by 1 to 8 (and its neighbours by one ulp), with how many: the first such quotient
-/// that they all are levels of, else the most fitting, ties going to the scale that more of
-/// `more` (the values after them) are levels of, then to the first.
-fn best_scale(vals: &[u32], more: &[u32]) -> Option<(f32, usize)> {
-    let small = vals
-        .iter()
-        .map(|&v| f32::from_bits(v).abs())
-        .filter(|x| x.is_normal())
-        .fold(f32::INFINITY, f32::min);
-    if !small.is_finite() {
-        return None;
+/// The scale that most of `vals` are levels of, with how many (see `exact_scale` and
+/// `rounded_scale`); `more` are the values after them, `data` the whole array (`n` values of
+/// `width` bytes) and `end` the index after `more`.
+fn best_scale(
+    form: Form,
+    vals: &[u32],
+    more: &[u32],
+    data: &[u8],
+    end: usize,
+) -> Option<(f32, usize)> {
+    match form {
+        Form::F32 => exact_scale(vals, more),
+        _ => rounded_scale(form, vals, more, data, end),
     }
+}
+
+/// The smallest non-zero finite magnitudes of the first 8, the first 16 and all of `vals`
+/// (a window that starts late in a group ends in the next: its own values come first), each
+/// once.
+fn smallest(form: Form, vals: &[u32]) -> impl Iterator<Item = f32> {
+    let magnitude = form.minus_zero() - 1;
+    let of = |vals: &[u32]| {
+        vals.iter()
+            .filter(|&&v| v & magnitude != 0)
+            .map(|&v| form.widen(v).abs())
+            .filter(|x| x.is_finite() && (form != Form::F32 || x.is_normal()))
+            .fold(f32::INFINITY, f32::min)
+    };
+    let [a, b, c] = [8, 16, vals.len()].map(|n| of(&vals[..n.min(vals.len())]));
+    [Some(a), (b != a).then_some(b), (c != b).then_some(c)]
+        .into_iter()
+        .flatten()
+        .filter(|x| x.is_finite())
+}
+
+/// f32: among the quotients of a smallest magnitude (`smallest`) by 1 to 8 (and their
+/// neighbours by one ulp), the first such quotient that all of `vals` are levels of, else the
+/// most fitting, ties going to the scale that more of `more` are levels of, then to the first.
+fn exact_scale(vals: &[u32], more: &[u32]) -> Option<(f32, usize)> {
     // (scale, hits, hits in `more` once computed)
     let mut best: Option<(f32, usize, Option<usize>)> = None;
-    for j in 1..=8 {
-        let c = (small / j as f32).to_bits();
-        for s in [c, c.wrapping_sub(1), c.wrapping_add(1)] {
-            let s = f32::from_bits(s);
-            if !s.is_normal() || s <= 0.0 {
-                continue;
-            }
-            let n = fits(vals, s);
-            // The smallest value itself (or an exact fraction of it) fitting them all.
-            if n == vals.len() && s.to_bits() == c {
-                return Some((s, n));
-            }
-            best = match best {
-                None => Some((s, n, None)),
-                Some((_, b, _)) if n > b => Some((s, n, None)),
-                Some((bs, b, bm)) if n == b => {
-                    let bm = bm.unwrap_or_else(|| fits(more, bs));
-                    let m = fits(more, s);
-                    match m > bm {
-                        true => Some((s, n, Some(m))),
-                        false => Some((bs, b, Some(bm))),
-                    }
+    for small in smallest(Form::F32, vals) {
+        for j in 1..=8 {
+            let c = (small / j as f32).to_bits();
+            for s in [c, c.wrapping_sub(1), c.wrapping_add(1)] {
+                let s = f32::from_bits(s);
+                if !s.is_normal() || s <= 0.0 {
+                    continue;
                 }
-                keep => keep,
-            };
+                let n = fits(Form::F32, vals, s);
+                // The smallest value itself (or an exact fraction of it) fitting them all.
+                if n == vals.len() && s.to_bits() == c {
+                    return Some((s, n));
+                }
+                best = match best {
+                    None => Some((s, n, None)),
+                    Some((_, b, _)) if n > b => Some((s, n, None)),
+                    Some((bs, b, bm)) if n == b => {
+                        let bm = bm.unwrap_or_else(|| fits(Form::F32, more, bs));
+                        let m = fits(Form::F32, more, s);
+                        match m > bm {
+                            true => Some((s, n, Some(m))),
+                            false => Some((bs, b, Some(bm))),
+                        }
+                    }
+                    keep => keep,
+                };
+            }
         }
     }
     best.map(|(s, n, _)| (s, n))
 }
 
-/// Whether `data`, an f32 array, looks like scaled integers: in most of `PROBES` evenly
-/// spaced windows, three quarters of the values are levels of one scale.
-pub fn plausible(data: &[u8]) -> bool {
-    let n = data.len() / 4;
-    if n < WINDOW {
-        return false;
+/// The scales (as an f64 interval) under which all of `vals`, from the first until one does
+/// not fit, are levels, starting from the interval `span` and the estimate `est`; with how
+/// many values fitted. Zeros fit any scale.
+fn intersect(
+    form: Form,
+    vals: impl Iterator<Item = u32>,
+    mut span: (f64, f64),
+    est: f64,
+) -> ((f64, f64), usize) {
+    let sign = form.minus_zero();
+    let mut est = est;
+    let mut fitted = 0;
+    for v in vals {
+        let m = v & (sign - 1);
+        if m == 0 {
+            fitted += 1;
+            continue;
+        }
+        let q = form.middle(v) as f64 / est;
+        // Rounded by a cast (the baseline target has no rounding instruction).
+        let k = (q.abs().min(2.0 * K_MAX as f64) + 0.5) as u32 as f64;
+        let Some((lo, hi)) = form.preimage(m) else {
+            break;
+        };
+        if !(1.0..=K_MAX as f64).contains(&k) || (q < 0.0) != (v & sign != 0) {
+            break;
+        }
+        let (lo, hi) = (span.0.max(lo / k), span.1.min(hi / k));
+        // Touching bounds: the one scale left must be an f32 that `v` is exactly a level of
+        // (a bound is open where a product on it is a tie that rounds the other way).
+        let point = lo == hi && (lo as f32 as f64 != lo || level(form, v, lo as f32).is_none());
+        if lo > hi || point {
+            break;
+        }
+        span = (lo, hi);
+        est = (lo + hi) / 2.0;
+        fitted += 1;
     }
-    let step = (n - WINDOW) / (PROBES - 1).max(1);
-    let good = (0..PROBES)
-        .filter(|p| {
-            let vals: Vec<u32> = (p * step..p * step + WINDOW).map(|i| at(data, i)).collect();
-            best_scale(&vals, &[]).is_some_and(|(_, hits)| 4 * hits >= 3 * WINDOW)
-        })
-        .count();
-    2 * good > PROBES
+    (span, fitted)
 }
 
-/// Codes `data`, an f32 array, into `out`.
-pub fn encode_into(data: &[u8], out: &mut Vec<u8>) {
-    let n = data.len() / 4;
-    let tail = &data[n * 4..];
+/// The f32 with the fewest significant bits in `[lo, hi]`.
+fn simplest(lo: f64, hi: f64) -> Option<f32> {
+    if !(lo > 0.0 && lo <= hi && hi < f32::MAX as f64) {
+        return None;
+    }
+    let mut a = lo as f32;
+    if (a as f64) < lo {
+        a = a.next_up();
+    }
+    let mut b = hi as f32;
+    if (b as f64) > hi {
+        b = b.next_down();
+    }
+    let (a, b) = (a.to_bits(), b.to_bits());
+    (a <= b)
+        .then(|| {
+            (0..31)
+                .rev()
+                .map(|t| b & !((1u32 << t) - 1))
+                .find(|&c| c >= a)
+                .map_or(b, |c| c)
+        })
+        .map(f32::from_bits)
+}
+
+/// Scales to try from the interval `[lo, hi]`: the simplest well inside it (a bound is often
+/// open), the simplest in it (a scale the values were made with, stored as bf16 or f16, often
+/// is; it may lie on a bound, where a product is a tie), and its middle.
+fn pick(span: (f64, f64)) -> impl Iterator<Item = f32> {
+    let (lo, hi) = span;
+    let inside = simplest(lo * (1.0 + INSIDE), hi * (1.0 - INSIDE));
+    let middle = simplest(
+        (lo + hi) / 2.0,
+        (lo + hi) / 2.0 * (1.0 + f32::EPSILON as f64),
+    );
+    [inside, simplest(lo, hi), middle].into_iter().flatten()
+}
+
+/// How many of `vals`, from the first, are levels of `s` or -0.0.
+fn run(form: Form, vals: &[u32], s: f32) -> usize {
+    let minus_zero = form.minus_zero();
+    vals.iter()
+        .take_while(|&&v| v == minus_zero || level(form, v, s).is_some())
+        .count()
+}
+
+/// bf16 and f16: for the quotients of a smallest magnitude (`smallest`) by 1 to 8, the
+/// scales under which `vals` and `more` from the first are levels (`intersect`); of those,
+/// the coarsest whose run of them (`run`) is at least 7/8 of the longest (a finer scale fits
+/// more values of other scales by chance: a longer run by a value or two does not pay for
+/// larger levels). Its interval is then narrowed by the values after `end` (up to `EXTEND`
+/// from the start) and the simplest scale in it taken.
+fn rounded_scale(
+    form: Form,
+    vals: &[u32],
+    more: &[u32],
+    data: &[u8],
+    end: usize,
+) -> Option<(f32, usize)> {
+    let all: Vec<u32> = vals.iter().chain(more).copied().collect();
+    // (scale, interval, fitted from the start, run)
+    let mut found: Vec<(f32, (f64, f64), usize, usize)> = Vec::new();
+    'search: for small in smallest(form, vals) {
+        for j in 1..=8 {
+            let est = small as f64 / j as f64;
+            let (span, fitted) = intersect(form, all.iter().copied(), (0.0, f64::INFINITY), est);
+            let mut whole = false;
+            for s in pick(span) {
+                let r = run(form, &all, s);
+                found.push((s, span, fitted, r));
+                whole |= r >= vals.len();
+            }
+            // The whole window at the coarsest quotient yet.
+            if whole {
+                break 'search;
+            }
+        }
+    }
+    let longest = found.iter().map(|f| f.3).max()?;
+    let (mut s, span, fitted, _) = found
+        .into_iter()
+        .filter(|f| 8 * f.3 >= 7 * longest)
+        .reduce(|a, b| match b.0 > a.0 {
+            true => b,
+            false => a,
+        })?;
+    let n = fits(form, vals, s);
+    // All looked at fitted: narrow by the values after them, and take the pick that fits
+    // the most of all the values the interval was narrowed by.
+    let width = form.dtype().width();
+    let total = data.len() / width;
+    if fitted == vals.len() + more.len() && end < total {
+        let start = end - fitted;
+        let after = (end..total.min(start + EXTEND)).map(|i| at(data, width, i));
+        let (span, after) = intersect(form, after, span, (span.0 + span.1) / 2.0);
+        // A scale still in the narrowed interval is kept: it fits those values as well.
+        if (span.0..=span.1).contains(&(s as f64)) {
+            return Some((s, n));
+        }
+        let seen: Vec<u32> = (start..end + after).map(|i| at(data, width, i)).collect();
+        let seen = &seen[..];
+        let mut most = fits(form, seen, s);
+        for t in pick(span) {
+            let h = fits(form, seen, t);
+            if h > most {
+                (s, most) = (t, h);
+            }
+        }
+    }
+    Some((s, n))
+}
+
+/// The forms of `dtype` that `data` looks like scaled integers of: in most of `PROBES`
+/// evenly spaced windows of `PROBE` values, three quarters are levels of one scale (short
+/// windows: with a scale per group of 32, most lie in one group).
+pub fn plausible(data: &[u8], dtype: DType) -> Vec<Form> {
+    let width = dtype.width();
+    let n = data.len() / width;
+    if n < 2 * PROBE {
+        return Vec::new();
+    }
+    let step = (n - 2 * PROBE) / (PROBES - 1).max(1);
+    let good = |form: Form| {
+        (0..PROBES)
+            .filter(|p| {
+                // The array cut after the probe: no scale is narrowed beyond it.
+                let end = p * step + 2 * PROBE;
+                let vals: Vec<u32> = (p * step..end).map(|i| at(data, width, i)).collect();
+                let (window, more) = vals.split_at(PROBE);
+                best_scale(form, window, more, &data[..end * width], end)
+                    .is_some_and(|(_, hits)| 4 * hits >= 3 * PROBE)
+            })
+            .count()
+    };
+    Form::of(dtype)
+        .iter()
+        .copied()
+        .filter(|&f| 2 * good(f) > PROBES)
+        .collect()
+}
+
+/// The symbols of `data`'s whole values (an array of `form`'s type), the scales (f32 bits)
+/// and the bytes of the misses.
+fn symbols(data: &[u8], form: Form) -> (Vec<u16>, Vec<u32>, Vec<u8>) {
+    let dtype = form.dtype();
+    let width = dtype.width();
+    let minus_zero = form.minus_zero();
+    let n = data.len() / width;
     let mut syms: Vec<u16> = Vec::with_capacity(n + n / 64);
     let (mut scales, mut misses) = (Vec::new(), Vec::new());
     let mut scale: Option<f32> = None;
     let (mut next_try, mut retry) = (0, RETRY);
     let mut ahead = Vec::with_capacity(4 * WINDOW);
     for i in 0..n {
-        let v = at(data, i);
-        let mut k = scale.and_then(|s| level(v, s));
-        if k.is_none() && v != MINUS_ZERO_BITS && i >= next_try {
+        let v = at(data, width, i);
+        let mut k = scale.and_then(|s| level(form, v, s));
+        if k.is_none() && v != minus_zero && i >= next_try {
             ahead.clear();
-            ahead.extend((i..n.min(i + 4 * WINDOW)).map(|j| at(data, j)));
+            let end = n.min(i + 4 * WINDOW);
+            ahead.extend((i..end).map(|j| at(data, width, j)));
             let (window, more) = ahead.split_at(ahead.len().min(WINDOW));
-            let now = scale.map_or(0, |s| fits(window, s));
-            // A lone miss among values that fit the scale is not a reason to look further.
+            let now = scale.map_or(0, |s| fits(form, window, s));
+            // A lone miss among values that fit the scale: in f32 not a reason to look
+            // further; rounded to 16 bits, the values of the next scale often fit the last
+            // one by chance (where the two are near multiples), so a better one is looked for.
             let lone = 4 * now >= 3 * window.len();
-            match best_scale(window, more).filter(|_| !lone) {
+            let found = match lone && form == Form::F32 {
+                true => None,
+                false => best_scale(form, window, more, data, end),
+            };
+            match found {
                 Some((s, hits)) if hits >= now + MIN_GAIN && 2 * hits >= window.len() => {
                     scale = Some(s);
                     scales.push(s.to_bits());
                     syms.push(NEW_SCALE as u16);
-                    k = level(v, s);
+                    k = level(form, v, s);
                     retry = RETRY;
                 }
                 _ if lone => {}
@@ -180,18 +395,63 @@ pub fn encode_into(data: &[u8], out: &mut Vec<u8>) {
         }
         match k {
             Some(k) => syms.push((LEVEL + zigzag(k)) as u16),
-            None if v == MINUS_ZERO_BITS => syms.push(MINUS_ZERO as u16),
+            None if v == minus_zero => syms.push(MINUS_ZERO as u16),
             None => {
                 syms.push(MISS as u16);
-                misses.extend_from_slice(&v.to_le_bytes());
+                misses.extend_from_slice(&v.to_le_bytes()[..width]);
             }
         }
     }
+    (syms, scales, misses)
+}
+
+/// Values tried with each rounding a bf16 block looks like it had, to choose one.
+const TRIAL: usize = 8192;
+
+/// The form to code `data`, an array of `dtype`, as scaled integers with: of those it looks
+/// like (`plausible`), the one whose symbols hold the fewest misses and scales, counted on the
+/// first `TRIAL` values and, where that ties, on all (the first on ties); `None` if it looks
+/// like none.
+pub fn choose(data: &[u8], dtype: DType) -> Option<Form> {
+    let forms = plausible(data, dtype);
+    if forms.len() < 2 {
+        return forms.first().copied();
+    }
+    let width = dtype.width();
+    let cost = |data: &[u8], form: Form| {
+        let (_, scales, misses) = symbols(data, form);
+        scales.len() + misses.len() / width
+    };
+    let sample = &data[..data.len().min(TRIAL * width)];
+    let costs: Vec<usize> = forms.iter().map(|&f| cost(sample, f)).collect();
+    let least = costs.iter().copied().min()?;
+    let tied: Vec<Form> = forms
+        .into_iter()
+        .zip(costs)
+        .filter(|&(_, c)| c == least)
+        .map(|(f, _)| f)
+        .collect();
+    match tied.len() > 1 && sample.len() < data.len() {
+        true => tied.into_iter().min_by_key(|&f| cost(data, f)),
+        false => tied.first().copied(),
+    }
+}
+
+/// Codes `data`, an array of `form`'s type, into `out`.
+pub fn encode_into(data: &[u8], form: Form, out: &mut Vec<u8>) {
+    let dtype = form.dtype();
+    let width = dtype.width();
+    let n = data.len() / width;
+    let tail = &data[n * width..];
+    let (syms, scales, misses) = symbols(data, form);
     let mut tab = Table::new(SYMBOLS, LEVEL + 1, false);
     let mut enc = rans::Encoder::new(syms.len(), STATES);
     tab.put_all(&syms, &mut enc);
     out.clear();
-    out.push(DType::F32.tag());
+    out.push(dtype.tag());
+    if form != Form::F32 {
+        out.push(form.rounding_tag());
+    }
     out.extend_from_slice(&(n as u32).to_le_bytes());
     out.push(tail.len() as u8);
     out.extend_from_slice(tail);
@@ -199,24 +459,65 @@ pub fn encode_into(data: &[u8], out: &mut Vec<u8>) {
     for s in &scales {
         out.extend_from_slice(&s.to_le_bytes());
     }
-    out.extend_from_slice(&((misses.len() / 4) as u32).to_le_bytes());
-    let inner = super::encode(&misses, DType::F32);
+    out.extend_from_slice(&((misses.len() / width) as u32).to_le_bytes());
+    let inner = super::encode(&misses, dtype);
     out.extend_from_slice(&(inner.len() as u32).to_le_bytes());
     out.extend_from_slice(&inner);
     enc.finish(out);
 }
 
-/// Decodes a payload of archive format `version` (10 and later) into `out` (`raw_len` bytes).
+/// Decodes a payload of archive format `version` (10 and later; bf16 and f16 from 11) into
+/// `out` (`raw_len` bytes).
 pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -> Result<()> {
-    let corrupt = |what: &str| Error::Corrupt(format!("scaled-integers block: {what}"));
     let mut f = Fields::new(payload, "scaled-integers");
-    if DType::from_tag(f.take(1)?[0])? != DType::F32 {
-        return Err(corrupt("not f32"));
+    let form = match DType::from_tag(f.take(1)?[0])? {
+        DType::F32 => Form::F32,
+        d @ (DType::BF16 | DType::F16) if version >= 11 => Form::from_tags(d, f.take(1)?[0])?,
+        d => {
+            return Err(corrupt(&format!(
+                "{} in a version {version} archive",
+                d.name()
+            )))
+        }
+    };
+    match form {
+        Form::F32 => decode_as::<4>(f, raw_len, version, out, Form::F32, |x| x.to_bits()),
+        Form::Bf16Nearest => decode_as::<2>(f, raw_len, version, out, form, |x| {
+            Form::Bf16Nearest.narrow(x)
+        }),
+        Form::Bf16Truncated => decode_as::<2>(f, raw_len, version, out, form, |x| {
+            Form::Bf16Truncated.narrow(x)
+        }),
+        Form::F16Nearest => {
+            decode_as::<2>(f, raw_len, version, out, form, super::rounding::f16_nearest)
+        }
     }
+}
+
+fn corrupt(what: &str) -> Error {
+    Error::Corrupt(format!("scaled-integers block: {what}"))
+}
+
+/// Writes the low `W` bytes of `v` to `o`.
+#[inline(always)]
+fn put<const W: usize>(o: &mut [u8], v: u32) {
+    o.copy_from_slice(&v.to_le_bytes()[..W]);
+}
+
+/// `decode` after the tags, for values of `W` bytes that `narrow` makes from f32 products.
+fn decode_as<const W: usize>(
+    mut f: Fields,
+    raw_len: usize,
+    version: u16,
+    out: &mut Vec<u8>,
+    form: Form,
+    narrow: impl Fn(f32) -> u32,
+) -> Result<()> {
+    let minus_zero = form.minus_zero();
     let n = f.u32()? as usize;
     let t = f.take(1)?[0] as usize;
     let tail = f.take(t)?;
-    if t >= 4 || n.checked_mul(4).and_then(|b| b.checked_add(t)) != Some(raw_len) {
+    if t >= W || n.checked_mul(W).and_then(|b| b.checked_add(t)) != Some(raw_len) {
         return Err(corrupt("length does not match its record"));
     }
     let count = f.u32()? as usize;
@@ -235,17 +536,17 @@ pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -
     let inner_len = f.u32()? as usize;
     let inner = f.take(inner_len)?;
     let mut misses = Vec::new();
-    super::decode_version(inner, m * 4, version, &mut misses, &mut |_| {})?;
+    super::decode_version(inner, m * W, version, &mut misses, &mut |_| {})?;
     out.clear();
     out.resize(raw_len, 0);
-    let (body, end_bytes) = out.split_at_mut(n * 4);
+    let (body, end_bytes) = out.split_at_mut(n * W);
     end_bytes.copy_from_slice(tail);
     let (mut st, mut words) = rans::Decoder::new(f.rest, STATES)?.split();
     let mut tab = Table::new(SYMBOLS, LEVEL + 1, true);
     let total = n + count;
     let mut syms = [0u16; MAX_BATCH];
     let (mut done, mut end) = (0, batch_end(0));
-    let (mut misses, mut scales) = (misses.chunks_exact(4), scales.into_iter());
+    let (mut misses, mut scales) = (misses.chunks_exact(W), scales.into_iter());
     let mut have_scale = false;
     let mut scale = f32::NAN;
     let mut at = 0;
@@ -259,20 +560,20 @@ pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -
             if let (true, Some(run), Some(o)) = (
                 have_scale,
                 syms[..len].get(i..i + 16),
-                body.get_mut(4 * at..4 * at + 64),
+                body.get_mut(W * at..W * at + 16 * W),
             ) {
                 if run.iter().fold(u16::MAX, |m, &s| m.min(s)) as usize >= MINUS_ZERO {
                     let mut v = [0u32; 16];
                     for (v, &s) in v.iter_mut().zip(run) {
                         let z = s as i32 - LEVEL as i32;
-                        let level = (((z >> 1) ^ -(z & 1)) as f32 * scale).to_bits();
+                        let level = narrow(((z >> 1) ^ -(z & 1)) as f32 * scale);
                         *v = match s as usize == MINUS_ZERO {
-                            true => MINUS_ZERO_BITS,
+                            true => minus_zero,
                             false => level,
                         };
                     }
-                    for (o, v) in o.chunks_exact_mut(4).zip(v) {
-                        o.copy_from_slice(&v.to_le_bytes());
+                    for (o, v) in o.chunks_exact_mut(W).zip(v) {
+                        put::<W>(o, v);
                     }
                     i += 16;
                     at += 16;
@@ -282,8 +583,8 @@ pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -
             let s = syms[i] as usize;
             i += 1;
             if s >= LEVEL && at < n && have_scale {
-                let v = unzigzag(s - LEVEL) as f32 * scale;
-                body[4 * at..4 * at + 4].copy_from_slice(&v.to_le_bytes());
+                let v = narrow(unzigzag(s - LEVEL) as f32 * scale);
+                put::<W>(&mut body[W * at..W * at + W], v);
                 at += 1;
                 continue;
             }
@@ -293,11 +594,11 @@ pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -
                 continue;
             }
             let o = body
-                .get_mut(4 * at..4 * at + 4)
+                .get_mut(W * at..W * at + W)
                 .ok_or_else(|| corrupt("too many values"))?;
             match s {
                 MISS => o.copy_from_slice(misses.next().ok_or_else(|| corrupt("too few misses"))?),
-                MINUS_ZERO => o.copy_from_slice(&MINUS_ZERO_BITS.to_le_bytes()),
+                MINUS_ZERO => put::<W>(o, minus_zero),
                 _ => return Err(corrupt("a level before any scale")),
             }
             at += 1;
@@ -334,7 +635,7 @@ mod tests {
 
     fn roundtrip(data: &[u8]) -> usize {
         let mut p = Vec::new();
-        encode_into(data, &mut p);
+        encode_into(data, Form::F32, &mut p);
         let mut out = Vec::new();
         decode(&p, data.len(), crate::format::VERSION, &mut out).unwrap();
         assert!(out == data, "{} bytes", data.len());
@@ -367,29 +668,105 @@ mod tests {
     fn scaled_integers_code_small_and_are_recognised() {
         // 29 levels (std 4.6) and a scale per row of 768: about 4.2 bits a value.
         let data = dequantized(300, 768, 15, 3);
-        assert!(plausible(&data));
+        assert_eq!(plausible(&data, DType::F32), [Form::F32]);
         let bytes = roundtrip(&data);
         assert!(bytes * 7 < data.len(), "{bytes} of {}", data.len());
         let mut x = 5;
         let noise: Vec<u8> = (0..100_000).map(|_| xorshift(&mut x) as u8).collect();
-        assert!(!plausible(&noise));
+        assert!(plausible(&noise, DType::F32).is_empty());
+    }
+
+    /// `data` (f32 values) as `form`'s 16-bit type, rounded its way.
+    fn narrowed(data: &[u8], form: Form) -> Vec<u8> {
+        data.chunks_exact(4)
+            .flat_map(|b| {
+                let x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                (form.narrow(x) as u16).to_le_bytes()
+            })
+            .collect()
+    }
+
+    /// `groups` groups of `len` f32 values: integers in `-8..=7` times a scale per group
+    /// that has 11 significant bits (an f16), as Q4_0 weights dequantized.
+    fn q4_groups(groups: usize, len: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed;
+        let mut out = Vec::new();
+        for _ in 0..groups {
+            let scale = super::super::rounding::f16_widen(super::super::rounding::f16_nearest(
+                0.001 + (xorshift(&mut x) % 9000) as f32 * 1e-6,
+            ));
+            for _ in 0..len {
+                let q = (0..4).map(|_| xorshift(&mut x) % 7).sum::<u64>() as i64 - 12;
+                out.extend_from_slice(&(q.clamp(-8, 7) as f32 * scale).to_le_bytes());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn rounded_forms_round_trip_and_code_small() {
+        let rows = dequantized(64, 768, 15, 11);
+        let groups = q4_groups(1500, 32, 12);
+        for form in [Form::Bf16Nearest, Form::Bf16Truncated, Form::F16Nearest] {
+            for (what, f32s, most) in [("rows", &rows, 0.4), ("groups of 32", &groups, 0.45)] {
+                let data = narrowed(f32s, form);
+                let chosen = choose(&data, form.dtype());
+                assert!(chosen.is_some(), "{form:?} {what}: not recognised");
+                let mut p = Vec::new();
+                encode_into(&data, form, &mut p);
+                let mut out = Vec::new();
+                decode(&p, data.len(), crate::format::VERSION, &mut out).unwrap();
+                assert!(out == data, "{form:?} {what}");
+                assert!(
+                    (p.len() as f64) < most * data.len() as f64,
+                    "{form:?} {what}: {} of {}",
+                    p.len(),
+                    data.len()
+                );
+                // Cut anywhere, with noise after: still exact.
+                let mut x = 4;
+                let mut mixed = data[..data.len() / 3 + 1].to_vec();
+                mixed.extend((0..5001).map(|_| xorshift(&mut x) as u8));
+                encode_into(&mixed, form, &mut p);
+                decode(&p, mixed.len(), crate::format::VERSION, &mut out).unwrap();
+                assert!(out == mixed, "{form:?} {what} mixed");
+                // A version-10 archive holds no 16-bit scaled block.
+                assert!(decode(&p, mixed.len(), 10, &mut out).is_err());
+            }
+        }
+        // Values rounded to nearest are told from values cut where they differ.
+        let data = narrowed(&groups, Form::Bf16Nearest);
+        assert_eq!(choose(&data, DType::BF16), Some(Form::Bf16Nearest));
+        let mut x = 3;
+        let noise: Vec<u8> = (0..100_000).map(|_| xorshift(&mut x) as u8).collect();
+        assert_eq!(choose(&noise, DType::BF16), None);
+        assert_eq!(choose(&noise, DType::F16), None);
     }
 
     #[test]
     fn corrupt_payloads_are_errors() {
-        let data = dequantized(20, 200, 15, 9);
-        let mut p = Vec::new();
-        encode_into(&data, &mut p);
-        let mut out = Vec::new();
-        for cut in [0, 1, 5, 9, 14, p.len() / 2, p.len() - 1] {
-            assert!(decode(&p[..cut], data.len(), crate::format::VERSION, &mut out).is_err());
-        }
-        assert!(decode(&p, data.len() + 4, crate::format::VERSION, &mut out).is_err());
-        for at in (0..p.len()).step_by(5) {
-            let mut q = p.clone();
-            q[at] ^= 0x10;
-            // Any outcome but a panic; a decode that succeeds is caught by the block checksum.
-            let _ = decode(&q, data.len(), crate::format::VERSION, &mut out);
+        let f32s = dequantized(20, 200, 15, 9);
+        for form in [Form::F32, Form::Bf16Nearest, Form::F16Nearest] {
+            let data = match form {
+                Form::F32 => f32s.clone(),
+                _ => narrowed(&f32s, form),
+            };
+            let mut p = Vec::new();
+            encode_into(&data, form, &mut p);
+            let mut out = Vec::new();
+            for cut in [0, 1, 5, 9, 14, p.len() / 2, p.len() - 1] {
+                let v = crate::format::VERSION;
+                assert!(decode(&p[..cut], data.len(), v, &mut out).is_err());
+            }
+            let longer = data.len() + form.dtype().width();
+            assert!(decode(&p, longer, crate::format::VERSION, &mut out).is_err());
+            for at in (0..p.len()).step_by(5) {
+                let mut q = p.clone();
+                q[at] ^= 0x10;
+                // Any outcome but a panic; a decode that succeeds is caught by the block
+                // checksum.
+                let _ = decode(&q, data.len(), crate::format::VERSION, &mut out);
+            }
         }
     }
 }
