@@ -19,6 +19,10 @@ const ZSTD_LEVEL: i32 = 9;
 const ZSTD_STRONG: i32 = 19;
 /// Largest block coded at `ZSTD_STRONG` (it compresses at a few MB/s).
 const STRONG_MAX: usize = 1 << 20;
+/// Blocks of scaled integers predict the tensor codec's size from their first
+/// `1 / SCALED_SAMPLE`, and skip it where scaled integers are below `SCALED_MARGIN` of that.
+const SCALED_SAMPLE: usize = 8;
+const SCALED_MARGIN: f64 = 0.8;
 /// The neural model runs only if its predicted size is smaller than the best fast codec's by
 /// at least this fraction of the block: it costs ~1000x their time.
 const NEURAL_MIN_GAIN: f64 = 0.01;
@@ -150,15 +154,27 @@ pub fn code_block(
     };
     match kind {
         Kind::Tensor(dtype) => {
-            tensor::encode_into(data, dtype, &mut spare);
-            best.consider(Codec::Tensor, spare);
+            // Values that are integers times a scale (dequantized weights) as integers.
+            let scaled = tensor::scaled::choose(data, dtype).map(|form| {
+                let mut p = Vec::new();
+                tensor::scaled::encode_into(data, form, &mut p);
+                p
+            });
+            // The tensor codec, unless its size predicted from a sample is well above what
+            // scaled integers made (a quarter of the encode time of such blocks).
+            let sure = scaled.as_ref().is_some_and(|p| {
+                let cut = (data.len() / SCALED_SAMPLE / dtype.width()) * dtype.width();
+                let part = tensor::encode(&data[..cut], dtype).len() * SCALED_SAMPLE;
+                cut > 0 && (p.len() as f64) < SCALED_MARGIN * part as f64
+            });
+            if !sure {
+                tensor::encode_into(data, dtype, &mut spare);
+                best.consider(Codec::Tensor, spare);
+            }
             // A value the tensor codec codes at its average cost (a miss, below).
             let values = (data.len() / dtype.width()).max(1);
             let miss_bits = 8.0 * best.len() as f64 / values as f64;
-            // Values that are integers times a scale (dequantized weights) as integers.
-            if let Some(form) = tensor::scaled::choose(data, dtype) {
-                let mut p = Vec::new();
-                tensor::scaled::encode_into(data, form, &mut p);
+            if let Some(p) = scaled {
                 best.consider(Codec::Scaled, p);
             }
             // Values that repeat exactly (dequantized weights) as ranks among recent ones; not

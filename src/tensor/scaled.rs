@@ -113,20 +113,23 @@ fn best_scale(
 /// The smallest non-zero finite magnitudes of the first 8, the first 16 and all of `vals`
 /// (a window that starts late in a group ends in the next: its own values come first), each
 /// once.
-fn smallest(form: Form, vals: &[u32]) -> impl Iterator<Item = f32> {
+fn smallest(form: Form, vals: &[u32]) -> impl Iterator<Item = f32> + '_ {
     let magnitude = form.minus_zero() - 1;
-    let of = |vals: &[u32]| {
+    let of = move |vals: &[u32]| {
         vals.iter()
             .filter(|&&v| v & magnitude != 0)
             .map(|&v| form.widen(v).abs())
             .filter(|x| x.is_finite() && (form != Form::F32 || x.is_normal()))
             .fold(f32::INFINITY, f32::min)
     };
-    let [a, b, c] = [8, 16, vals.len()].map(|n| of(&vals[..n.min(vals.len())]));
-    [Some(a), (b != a).then_some(b), (c != b).then_some(c)]
-        .into_iter()
-        .flatten()
-        .filter(|x| x.is_finite())
+    // Each computed only when asked for.
+    let mut last = f32::NAN;
+    [8, 16, vals.len()].into_iter().filter_map(move |n| {
+        let x = of(&vals[..n.min(vals.len())]);
+        let new = x.is_finite() && x != last;
+        last = x;
+        new.then_some(x)
+    })
 }
 
 /// f32: among the quotients of a smallest magnitude (`smallest`) by 1 to 8 (and their
@@ -168,8 +171,9 @@ fn exact_scale(vals: &[u32], more: &[u32]) -> Option<(f32, usize)> {
 }
 
 /// The scales (as an f64 interval) under which all of `vals`, from the first until one does
-/// not fit, are levels, starting from the interval `span` and the estimate `est`; with how
-/// many values fitted. Zeros fit any scale.
+/// not fit, are levels, starting from the interval `span` and the estimate `est` (each
+/// value's level is its quotient by the estimate, rounded); with how many values fitted.
+/// Zeros fit any scale.
 fn intersect(
     form: Form,
     vals: impl Iterator<Item = u32>,
@@ -177,7 +181,10 @@ fn intersect(
     est: f64,
 ) -> ((f64, f64), usize) {
     let sign = form.minus_zero();
-    let mut est = est;
+    // The estimate's inverse, renewed from the interval after 1, 2, 4, ... values (often
+    // enough to keep each level right; not per value, so that no division waits on the last).
+    let mut inv = 1.0 / est;
+    let mut renew = 1;
     let mut fitted = 0;
     for v in vals {
         let m = v & (sign - 1);
@@ -185,7 +192,11 @@ fn intersect(
             fitted += 1;
             continue;
         }
-        let q = form.middle(v) as f64 / est;
+        if fitted >= renew && span.1.is_finite() {
+            inv = 2.0 / (span.0 + span.1);
+            renew *= 2;
+        }
+        let q = form.middle(v) as f64 * inv;
         // Rounded by a cast (the baseline target has no rounding instruction).
         let k = (q.abs().min(2.0 * K_MAX as f64) + 0.5) as u32 as f64;
         let Some((lo, hi)) = form.preimage(m) else {
@@ -202,7 +213,6 @@ fn intersect(
             break;
         }
         span = (lo, hi);
-        est = (lo + hi) / 2.0;
         fitted += 1;
     }
     (span, fitted)
@@ -278,7 +288,11 @@ fn rounded_scale(
             for s in pick(span) {
                 let r = run(form, &all, s);
                 found.push((s, span, fitted, r));
-                whole |= r >= vals.len();
+                whole = r >= vals.len();
+                // The others of the interval fit no more than all it was narrowed by.
+                if whole || r >= fitted {
+                    break;
+                }
             }
             // The whole window at the coarsest quotient yet.
             if whole {
