@@ -193,7 +193,15 @@ pub fn code_block(
             // repeated values).
             // The sample at level 9: at 3, silero's STFT basis (zstd -19: 4.4x) looked like 1.18x and
             // went to the tensor codec (1.22x).
-            if zstd_fraction(&sample(data), ZSTD_LEVEL) * (data.len() as f64) < best.len() as f64 {
+            // Where the best so far is under half the block and under half of what zstd's
+            // fastest level makes of the sample, level 9 is not tried either (blocks of scaled
+            // integers).
+            let s = sample(data);
+            let small = 2 * best.len() < data.len();
+            let hopeless =
+                small && zstd_fraction(&s, 1) * data.len() as f64 > 2.0 * best.len() as f64;
+            if !hopeless && zstd_fraction(&s, ZSTD_LEVEL) * (data.len() as f64) < best.len() as f64
+            {
                 if let Some(z) = zstd_strong(data) {
                     best.consider(Codec::Zstd, z);
                 }
