@@ -136,20 +136,18 @@ pub fn f16_nearest(x: f32) -> u32 {
     let b = x.to_bits();
     let sign = (b >> 16) & 0x8000;
     let a = b & 0x7fff_ffff;
-    let m = if a > 0x7f80_0000 {
-        0x7e00
-    } else if a >= 0x477f_f000 {
-        // 65520 and up round to infinity.
-        0x7c00
-    } else if a >= 0x3880_0000 {
-        // Normal: rebias the exponent (127 to 15), round away 13 bits.
-        let r = a - 0x3800_0000;
-        r.wrapping_add(0xfff + ((r >> 13) & 1)) >> 13
-    } else {
-        // Subnormal: units of 2^-24, rounded by f32 addition (1024 is the smallest normal).
-        let y = f32::from_bits(a) * 16_777_216.0;
-        ((y + 8_388_608.0) - 8_388_608.0) as u32
-    };
+    // Every case computed and one selected, without branches (runs of values vectorise).
+    // Normal: rebias the exponent (127 to 15), round away 13 bits.
+    let r = a.wrapping_sub(0x3800_0000);
+    let normal = r.wrapping_add(0xfff + ((r >> 13) & 1)) >> 13;
+    // Subnormal: units of 2^-24, rounded by f32 addition to 2^23, whose low bits then hold
+    // them (1024 is the smallest normal).
+    let y = f32::from_bits(a.min(0x3880_0000)) * 16_777_216.0;
+    let tiny = (y + 8_388_608.0).to_bits() - 0x4b00_0000;
+    let m = if a >= 0x3880_0000 { normal } else { tiny };
+    // 65520 and up round to infinity; NaN stays quiet.
+    let m = if a >= 0x477f_f000 { 0x7c00 } else { m };
+    let m = if a > 0x7f80_0000 { 0x7e00 } else { m };
     sign | m
 }
 

@@ -495,16 +495,21 @@ pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -
         }
     };
     match form {
-        Form::F32 => decode_as::<4>(f, raw_len, version, out, Form::F32, |x| x.to_bits()),
-        Form::Bf16Nearest => decode_as::<2>(f, raw_len, version, out, form, |x| {
-            Form::Bf16Nearest.narrow(x)
-        }),
-        Form::Bf16Truncated => decode_as::<2>(f, raw_len, version, out, form, |x| {
-            Form::Bf16Truncated.narrow(x)
-        }),
-        Form::F16Nearest => {
-            decode_as::<2>(f, raw_len, version, out, form, super::rounding::f16_nearest)
-        }
+        Form::F32 => decode_as::<4, 0>(f, raw_len, version, out),
+        Form::Bf16Nearest => decode_as::<2, 1>(f, raw_len, version, out),
+        Form::Bf16Truncated => decode_as::<2, 2>(f, raw_len, version, out),
+        Form::F16Nearest => decode_as::<2, 3>(f, raw_len, version, out),
+    }
+}
+
+/// The form numbered `f` in `decode`'s dispatch (a constant, so that each copy of
+/// `decode_as` rounds inline).
+const fn form_of(f: u8) -> Form {
+    match f {
+        0 => Form::F32,
+        1 => Form::Bf16Nearest,
+        2 => Form::Bf16Truncated,
+        _ => Form::F16Nearest,
     }
 }
 
@@ -518,15 +523,14 @@ fn put<const W: usize>(o: &mut [u8], v: u32) {
     o.copy_from_slice(&v.to_le_bytes()[..W]);
 }
 
-/// `decode` after the tags, for values of `W` bytes that `narrow` makes from f32 products.
-fn decode_as<const W: usize>(
+/// `decode` after the tags, for values of `W` bytes of the form numbered `F` (`form_of`).
+fn decode_as<const W: usize, const F: u8>(
     mut f: Fields,
     raw_len: usize,
     version: u16,
     out: &mut Vec<u8>,
-    form: Form,
-    narrow: impl Fn(f32) -> u32,
 ) -> Result<()> {
+    let form = const { form_of(F) };
     let minus_zero = form.minus_zero();
     let n = f.u32()? as usize;
     let t = f.take(1)?[0] as usize;
@@ -580,7 +584,7 @@ fn decode_as<const W: usize>(
                     let mut v = [0u32; 16];
                     for (v, &s) in v.iter_mut().zip(run) {
                         let z = s as i32 - LEVEL as i32;
-                        let level = narrow(((z >> 1) ^ -(z & 1)) as f32 * scale);
+                        let level = form.narrow(((z >> 1) ^ -(z & 1)) as f32 * scale);
                         *v = match s as usize == MINUS_ZERO {
                             true => minus_zero,
                             false => level,
@@ -597,7 +601,7 @@ fn decode_as<const W: usize>(
             let s = syms[i] as usize;
             i += 1;
             if s >= LEVEL && at < n && have_scale {
-                let v = narrow(unzigzag(s - LEVEL) as f32 * scale);
+                let v = form.narrow(unzigzag(s - LEVEL) as f32 * scale);
                 put::<W>(&mut body[W * at..W * at + W], v);
                 at += 1;
                 continue;
