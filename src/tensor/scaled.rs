@@ -16,6 +16,8 @@ use super::adaptive::{batch_end, Fields, Table, MAX_BATCH};
 use super::rounding::Form;
 use super::DType;
 use crate::coder::rans;
+#[cfg(target_arch = "x86_64")]
+use crate::engine::KernelLevel;
 use crate::error::{Error, Result};
 
 /// Largest integer magnitude coded as a level.
@@ -523,8 +525,52 @@ fn put<const W: usize>(o: &mut [u8], v: u32) {
     o.copy_from_slice(&v.to_le_bytes()[..W]);
 }
 
-/// `decode` after the tags, for values of `W` bytes of the form numbered `F` (`form_of`).
+/// `decode` after the tags, for values of `W` bytes of the form numbered `F` (`form_of`),
+/// compiled for the widest vectors the kernel level allows (the values are the same: each is
+/// an exact f32 product, rounded by integer arithmetic).
 fn decode_as<const W: usize, const F: u8>(
+    f: Fields,
+    raw_len: usize,
+    version: u16,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    #[cfg(target_arch = "x86_64")]
+    match crate::engine::level() {
+        // SAFETY: the level is capped at what the CPU supports.
+        KernelLevel::Avx512 => return unsafe { values_avx512::<W, F>(f, raw_len, version, out) },
+        KernelLevel::Avx2 => return unsafe { values_avx2::<W, F>(f, raw_len, version, out) },
+        KernelLevel::Scalar => {}
+    }
+    values::<W, F>(f, raw_len, version, out)
+}
+
+/// `values` with AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
+unsafe fn values_avx2<const W: usize, const F: u8>(
+    f: Fields,
+    raw_len: usize,
+    version: u16,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    values::<W, F>(f, raw_len, version, out)
+}
+
+/// `values` with AVX-512.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,bmi1,bmi2,popcnt,lzcnt")]
+unsafe fn values_avx512<const W: usize, const F: u8>(
+    f: Fields,
+    raw_len: usize,
+    version: u16,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    values::<W, F>(f, raw_len, version, out)
+}
+
+/// The body of `decode_as`.
+#[inline(always)]
+fn values<const W: usize, const F: u8>(
     mut f: Fields,
     raw_len: usize,
     version: u16,
