@@ -6,10 +6,11 @@
 //! another scale better.
 //!
 //! Payload: dtype tag, for bf16 and f16 a rounding byte (`Form::rounding_tag`, version 11),
-//! value count (`u32`), tail length + tail bytes, scale count (`u32`) + the scales (f32 bits,
-//! `u32` each), miss count (`u32`), length (`u32`) + tensor payload of the misses, then the
-//! rANS stream of the symbols: 0 a miss, 1 the next scale (the value's own symbol follows), 2
-//! the value -0.0, `3 + zigzag(k)` for `|k| <= K_MAX`.
+//! value count (`u32`), tail length + tail bytes, scale count (`u32`), then (version 11) a
+//! byte: 0 for the scales as they are (f32 bits, `u32` each; the only way before 11), 1 for
+//! length (`u32`) + tensor payload of them; miss count (`u32`), length (`u32`) + tensor
+//! payload of the misses, then the rANS stream of the symbols: 0 a miss, 1 the next scale
+//! (the value's own symbol follows), 2 the value -0.0, `3 + zigzag(k)` for `|k| <= K_MAX`.
 
 use super::adaptive::STATES;
 use super::adaptive::{batch_end, Fields, Table, MAX_BATCH};
@@ -32,6 +33,9 @@ const NEW_SCALE: usize = 1;
 const MINUS_ZERO: usize = 2;
 /// Symbol of level 0; level `k` is `LEVEL + zigzag(k)`.
 const LEVEL: usize = 3;
+/// How the scales are stored (version 11): as they are, or through the tensor codec.
+const SCALES_RAW: u8 = 0;
+const SCALES_CODED: u8 = 1;
 /// Values looked ahead to choose a scale.
 const WINDOW: usize = 32;
 /// A new scale must fit this many more of the values ahead than the current one.
@@ -472,8 +476,20 @@ pub fn encode_into(data: &[u8], form: Form, out: &mut Vec<u8>) {
     out.push(tail.len() as u8);
     out.extend_from_slice(tail);
     out.extend_from_slice(&(scales.len() as u32).to_le_bytes());
-    for s in &scales {
-        out.extend_from_slice(&s.to_le_bytes());
+    // The scales as they are, or through the tensor codec where that is smaller (a scale
+    // stored as f16 or bf16 has few significant bits).
+    let raw: Vec<u8> = scales.iter().flat_map(|s| s.to_le_bytes()).collect();
+    let coded = super::encode(&raw, DType::F32);
+    match coded.len() + 4 < raw.len() {
+        true => {
+            out.push(SCALES_CODED);
+            out.extend_from_slice(&(coded.len() as u32).to_le_bytes());
+            out.extend_from_slice(&coded);
+        }
+        false => {
+            out.push(SCALES_RAW);
+            out.extend_from_slice(&raw);
+        }
     }
     out.extend_from_slice(&((misses.len() / width) as u32).to_le_bytes());
     let inner = super::encode(&misses, dtype);
@@ -588,8 +604,22 @@ fn values<const W: usize, const F: u8>(
     if count > n {
         return Err(corrupt("more scales than values"));
     }
-    let scales: Vec<f32> = f
-        .take(4 * count)?
+    // Since version 11 a byte tells whether the scales went through the tensor codec.
+    let coding = match version {
+        ..=10 => SCALES_RAW,
+        _ => f.take(1)?[0],
+    };
+    let mut coded = Vec::new();
+    let raw = match coding {
+        SCALES_RAW => f.take(4 * count)?,
+        SCALES_CODED => {
+            let len = f.u32()? as usize;
+            super::decode_version(f.take(len)?, 4 * count, version, &mut coded, &mut |_| {})?;
+            &coded[..]
+        }
+        _ => return Err(corrupt("unknown scale coding")),
+    };
+    let scales: Vec<f32> = raw
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect();
@@ -805,6 +835,29 @@ mod tests {
         let noise: Vec<u8> = (0..100_000).map(|_| xorshift(&mut x) as u8).collect();
         assert_eq!(choose(&noise, DType::BF16), None);
         assert_eq!(choose(&noise, DType::F16), None);
+    }
+
+    #[test]
+    fn scales_are_coded_where_smaller_and_version_10_reads_them_raw() {
+        // Many scales with few significant bits (f16s, groups of 32): through the tensor codec.
+        let data = q4_groups(400, 32, 5);
+        let mut p = Vec::new();
+        encode_into(&data, Form::F32, &mut p);
+        assert_eq!(p[10], SCALES_CODED);
+        // One scale: as it is; without the byte, as version 10 wrote it, it reads the same.
+        let data = dequantized(1, 3000, 15, 8);
+        encode_into(&data, Form::F32, &mut p);
+        assert_eq!(p[10], SCALES_RAW);
+        let mut v10 = p.clone();
+        v10.remove(10);
+        let mut out = Vec::new();
+        decode(&v10, data.len(), 10, &mut out).unwrap();
+        assert!(out == data);
+        decode(&p, data.len(), crate::format::VERSION, &mut out).unwrap();
+        assert!(out == data);
+        let mut bad = p.clone();
+        bad[10] = 7;
+        assert!(decode(&bad, data.len(), crate::format::VERSION, &mut out).is_err());
     }
 
     #[test]
