@@ -7,9 +7,11 @@ OUT_DIR/deq8row.f32.safetensors (int8, a scale per row) and OUT_DIR/deq4g128.f32
 seed (the first two files as written before the last two were added). Each also as
 NAME.bf16.safetensors: the f32 values cut to bf16 (their top 16 bits), and as
 NAME.bf16r.safetensors: rounded to the nearest bf16, ties to even (as torch converts), and as
-NAME.f16.safetensors: rounded to the nearest f16 (as NumPy converts). Last, deq4g32h: int4
-values in groups of 32 along a row, each with an f16 scale (as llama.cpp's Q4_0 and the
-bf16 checkpoints made from it hold), written the same four ways.
+NAME.f16.safetensors: rounded to the nearest f16 (as NumPy converts). Then deq4g32h: int4
+values in groups of 32 along a row, each with an f16 scale, written the same four ways. Last,
+deq4q40: llama.cpp's Q4_0 as it quantizes normal weights (per group of 32, d = the value of
+largest magnitude / -8 stored as f16, levels (int)(x / d + 8.5) - 8 up to 7), dequantized as
+level * d (zeros of groups with a negative d are -0.0), written the same four ways.
 Usage: python3 benches/dequantized.py OUT_DIR"""
 import json
 import struct
@@ -75,3 +77,13 @@ for i in range(6):
     scale = rng.uniform(0.001, 0.01, (512, 24, 1)).astype(np.float16).astype(np.float32)
     t.append((f"w{i}", (q * scale).reshape(512, 768).astype(np.float32)))
 write(f"{out}/deq4g32h.f32.safetensors", t)
+t = []
+for i in range(6):
+    w = rng.normal(0, 0.02, (512, 24, 32)).astype(np.float32)
+    top = np.take_along_axis(w, np.argmax(np.abs(w), axis=2)[..., None], axis=2)
+    d = (top / -8).astype(np.float32)
+    inv = np.where(d != 0, 1 / d, 0).astype(np.float32)
+    q = np.minimum(15, (w * inv + 8.5).astype(np.int8)).astype(np.float32) - 8
+    dh = d.astype(np.float16).astype(np.float32)
+    t.append((f"w{i}", (q * dh).reshape(512, 768).astype(np.float32)))
+write(f"{out}/deq4q40.f32.safetensors", t)

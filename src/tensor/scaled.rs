@@ -23,13 +23,15 @@ use crate::error::{Error, Result};
 
 /// Largest integer magnitude coded as a level.
 const K_MAX: i32 = 1023;
-/// Symbols: a miss, a new scale, -0.0, and the levels `-K_MAX..=K_MAX`.
+/// Symbols: a miss, a new scale, the odd zero, and the levels `-K_MAX..=K_MAX`.
 const SYMBOLS: usize = LEVEL + 2 * K_MAX as usize + 1;
 /// Symbol of a miss.
 const MISS: usize = 0;
 /// Symbol of a new scale.
 const NEW_SCALE: usize = 1;
-/// Symbol of -0.0 (what a negative integer rounded to zero times a scale gives).
+/// Symbol of the odd zero: the zero whose sign level 0 does not give under the current scale
+/// (-0.0 under a positive scale, what a negative integer rounded to zero times it gives, and
+/// before any scale; +0.0 under a negative one, which version 11 allows).
 const MINUS_ZERO: usize = 2;
 /// Symbol of level 0; level `k` is `LEVEL + zigzag(k)`.
 const LEVEL: usize = 3;
@@ -92,12 +94,18 @@ fn at(data: &[u8], width: usize, i: usize) -> u32 {
     }
 }
 
-/// How many of `vals` are levels of `s` or -0.0 (which has its own symbol).
+/// How many of `vals` are levels of `s` or its odd zero (which has its own symbol).
 fn fits(form: Form, vals: &[u32], s: f32) -> usize {
-    let minus_zero = form.minus_zero();
+    let odd = odd_zero(form, s);
     vals.iter()
-        .filter(|&&v| v == minus_zero || level(form, v, s).is_some())
+        .filter(|&&v| v == odd || level(form, v, s).is_some())
         .count()
+}
+
+/// The bits of the zero that level 0 does not give under scale `s` (`MINUS_ZERO`).
+#[inline(always)]
+fn odd_zero(form: Form, s: f32) -> u32 {
+    form.narrow(-(0.0 * s))
 }
 
 /// The scale that most of `vals` are levels of, with how many (see `exact_scale` and
@@ -113,6 +121,58 @@ fn best_scale(
     match form {
         Form::F32 => exact_scale(vals, more),
         _ => rounded_scale(form, vals, more, data, end),
+    }
+}
+
+/// Negates each scale under which more values are -0.0 than +0.0, flipping its levels' signs
+/// and its two zeros (a negative scale times level 0 gives -0.0, as in Q4_0 blocks whose
+/// largest value is positive; version 11), so that `syms` code the same values with level 0
+/// the more frequent zero under each scale; but only where that makes the zeros cheaper by
+/// more than the scales' signs cost (order-0 estimates: rounding to nearest gives zeros of
+/// both signs under a positive scale, and flipping those gains nothing).
+fn orient(syms: &mut [u16], scales: &mut [u32]) {
+    let mut starts: Vec<usize> = syms
+        .iter()
+        .enumerate()
+        .filter(|&(_, &s)| s as usize == NEW_SCALE)
+        .map(|(i, _)| i)
+        .collect();
+    starts.push(syms.len());
+    let flips: Vec<(usize, usize)> = starts
+        .windows(2)
+        .enumerate()
+        .filter_map(|(k, w)| {
+            let run = &syms[w[0] + 1..w[1]];
+            let zeros = run.iter().filter(|&&s| s as usize == LEVEL).count();
+            let odd = run.iter().filter(|&&s| s as usize == MINUS_ZERO).count();
+            (odd > zeros).then_some((k, odd - zeros))
+        })
+        .collect();
+    // Order-0 bits of the zeros before and after, against those of the scales' signs.
+    let count = |s: usize| syms.iter().filter(|&&x| x as usize == s).count() as f64;
+    let (zeros, odd, n) = (count(LEVEL), count(MINUS_ZERO), syms.len() as f64);
+    let moved = flips.iter().map(|f| f.1).sum::<usize>() as f64;
+    let bits = |k: f64, n: f64| match k > 0.0 && k < n {
+        true => k * (n / k).log2(),
+        false => 0.0,
+    };
+    let before = bits(zeros, n) + bits(odd, n);
+    let after = bits(zeros + moved, n) + bits(odd - moved, n);
+    let scales_n = (starts.len() - 1) as f64;
+    let signs = bits(flips.len() as f64, scales_n) + bits(scales_n - flips.len() as f64, scales_n);
+    if after + signs >= before {
+        return;
+    }
+    for (k, _) in flips {
+        for s in syms[starts[k] + 1..starts[k + 1]].iter_mut() {
+            *s = match *s as usize {
+                LEVEL => MINUS_ZERO as u16,
+                MINUS_ZERO => LEVEL as u16,
+                z if z > LEVEL => (LEVEL + zigzag(-unzigzag(z - LEVEL))) as u16,
+                _ => *s,
+            };
+        }
+        scales[k] ^= 0x8000_0000;
     }
 }
 
@@ -264,9 +324,9 @@ fn pick(span: (f64, f64)) -> impl Iterator<Item = f32> {
 
 /// How many of `vals`, from the first, are levels of `s` or -0.0.
 fn run(form: Form, vals: &[u32], s: f32) -> usize {
-    let minus_zero = form.minus_zero();
+    let odd = odd_zero(form, s);
     vals.iter()
-        .take_while(|&&v| v == minus_zero || level(form, v, s).is_some())
+        .take_while(|&&v| v == odd || level(form, v, s).is_some())
         .count()
 }
 
@@ -374,9 +434,10 @@ pub fn plausible(data: &[u8], dtype: DType) -> Vec<Form> {
 fn symbols(data: &[u8], form: Form) -> (Vec<u16>, Vec<u32>, Vec<u8>) {
     let dtype = form.dtype();
     let width = dtype.width();
-    let minus_zero = form.minus_zero();
     let n = data.len() / width;
     let mut syms: Vec<u16> = Vec::with_capacity(n + n / 64);
+    // The current scale's odd zero (-0.0 before any).
+    let mut odd = form.minus_zero();
     let (mut scales, mut misses) = (Vec::new(), Vec::new());
     let mut scale: Option<f32> = None;
     let (mut next_try, mut retry) = (0, RETRY);
@@ -384,7 +445,7 @@ fn symbols(data: &[u8], form: Form) -> (Vec<u16>, Vec<u32>, Vec<u8>) {
     for i in 0..n {
         let v = at(data, width, i);
         let mut k = scale.and_then(|s| level(form, v, s));
-        if k.is_none() && v != minus_zero && i >= next_try {
+        if k.is_none() && v != odd && i >= next_try {
             ahead.clear();
             let end = n.min(i + 4 * WINDOW);
             ahead.extend((i..end).map(|j| at(data, width, j)));
@@ -401,6 +462,7 @@ fn symbols(data: &[u8], form: Form) -> (Vec<u16>, Vec<u32>, Vec<u8>) {
             match found {
                 Some((s, hits)) if hits >= now + MIN_GAIN && 2 * hits >= window.len() => {
                     scale = Some(s);
+                    odd = odd_zero(form, s);
                     scales.push(s.to_bits());
                     syms.push(NEW_SCALE as u16);
                     k = level(form, v, s);
@@ -415,13 +477,14 @@ fn symbols(data: &[u8], form: Form) -> (Vec<u16>, Vec<u32>, Vec<u8>) {
         }
         match k {
             Some(k) => syms.push((LEVEL + zigzag(k)) as u16),
-            None if v == minus_zero => syms.push(MINUS_ZERO as u16),
+            None if v == odd => syms.push(MINUS_ZERO as u16),
             None => {
                 syms.push(MISS as u16);
                 misses.extend_from_slice(&v.to_le_bytes()[..width]);
             }
         }
     }
+    orient(&mut syms, &mut scales);
     (syms, scales, misses)
 }
 
@@ -643,6 +706,8 @@ fn values<const W: usize, const F: u8>(
     let (mut misses, mut scales) = (misses.chunks_exact(W), scales.into_iter());
     let mut have_scale = false;
     let mut scale = f32::NAN;
+    // The current scale's odd zero (-0.0 before any).
+    let mut odd = minus_zero;
     let mut at = 0;
     while done < total {
         let len = MAX_BATCH.min(total - done);
@@ -662,7 +727,7 @@ fn values<const W: usize, const F: u8>(
                         let z = s as i32 - LEVEL as i32;
                         let level = form.narrow(((z >> 1) ^ -(z & 1)) as f32 * scale);
                         *v = match s as usize == MINUS_ZERO {
-                            true => minus_zero,
+                            true => odd,
                             false => level,
                         };
                     }
@@ -684,6 +749,7 @@ fn values<const W: usize, const F: u8>(
             }
             if s == NEW_SCALE {
                 scale = scales.next().ok_or_else(|| corrupt("too few scales"))?;
+                odd = odd_zero(form, scale);
                 have_scale = true;
                 continue;
             }
@@ -692,7 +758,7 @@ fn values<const W: usize, const F: u8>(
                 .ok_or_else(|| corrupt("too many values"))?;
             match s {
                 MISS => o.copy_from_slice(misses.next().ok_or_else(|| corrupt("too few misses"))?),
-                MINUS_ZERO => put::<W>(o, minus_zero),
+                MINUS_ZERO => put::<W>(o, odd),
                 _ => return Err(corrupt("a level before any scale")),
             }
             at += 1;
@@ -782,13 +848,19 @@ mod tests {
 
     /// `groups` groups of `len` f32 values: integers in `-8..=7` times a scale per group
     /// that has 11 significant bits (an f16), as Q4_0 weights dequantized.
-    fn q4_groups(groups: usize, len: usize, seed: u64) -> Vec<u8> {
+    /// With `signed`, every other scale is negative (as Q4_0's `max / -8` where the largest
+    /// value is positive), which makes its zeros -0.0.
+    fn q4_groups(groups: usize, len: usize, seed: u64, signed: bool) -> Vec<u8> {
         let mut x = seed;
         let mut out = Vec::new();
-        for _ in 0..groups {
+        for g in 0..groups {
             let scale = super::super::rounding::f16_widen(super::super::rounding::f16_nearest(
                 0.001 + (xorshift(&mut x) % 9000) as f32 * 1e-6,
             ));
+            let scale = match signed && g % 2 == 1 {
+                true => -scale,
+                false => scale,
+            };
             for _ in 0..len {
                 let q = (0..4).map(|_| xorshift(&mut x) % 7).sum::<u64>() as i64 - 12;
                 out.extend_from_slice(&(q.clamp(-8, 7) as f32 * scale).to_le_bytes());
@@ -800,7 +872,7 @@ mod tests {
     #[test]
     fn rounded_forms_round_trip_and_code_small() {
         let rows = dequantized(64, 768, 15, 11);
-        let groups = q4_groups(1500, 32, 12);
+        let groups = q4_groups(1500, 32, 12, true);
         for form in [Form::Bf16Nearest, Form::Bf16Truncated, Form::F16Nearest] {
             for (what, f32s, most) in [("rows", &rows, 0.4), ("groups of 32", &groups, 0.45)] {
                 let data = narrowed(f32s, form);
@@ -840,17 +912,30 @@ mod tests {
     #[test]
     fn scales_are_coded_where_smaller_and_version_10_reads_them_raw() {
         // Many scales with few significant bits (f16s, groups of 32): through the tensor codec.
-        let data = q4_groups(400, 32, 5);
+        let data = q4_groups(400, 32, 5, false);
         let mut p = Vec::new();
         encode_into(&data, Form::F32, &mut p);
         assert_eq!(p[10], SCALES_CODED);
+        // Negative scales (zeros -0.0) are coded as such: about the same size, not paying for
+        // a zero of the wrong sign in every other group.
+        let signed = q4_groups(400, 32, 5, true);
+        let mut q = Vec::new();
+        encode_into(&signed, Form::F32, &mut q);
+        assert!(
+            100 * q.len() < 101 * p.len(),
+            "{} against {}",
+            q.len(),
+            p.len()
+        );
+        let mut out = Vec::new();
+        decode(&q, signed.len(), crate::format::VERSION, &mut out).unwrap();
+        assert!(out == signed);
         // One scale: as it is; without the byte, as version 10 wrote it, it reads the same.
         let data = dequantized(1, 3000, 15, 8);
         encode_into(&data, Form::F32, &mut p);
         assert_eq!(p[10], SCALES_RAW);
         let mut v10 = p.clone();
         v10.remove(10);
-        let mut out = Vec::new();
         decode(&v10, data.len(), 10, &mut out).unwrap();
         assert!(out == data);
         decode(&p, data.len(), crate::format::VERSION, &mut out).unwrap();
