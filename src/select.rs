@@ -155,11 +155,7 @@ pub fn code_block(
     match kind {
         Kind::Tensor(dtype) => {
             // Values that are integers times a scale (dequantized weights) as integers.
-            let scaled = tensor::scaled::choose(data, dtype).map(|form| {
-                let mut p = Vec::new();
-                tensor::scaled::encode_into(data, form, &mut p);
-                p
-            });
+            let scaled = tensor::scaled::encode_chosen(data, dtype);
             // The tensor codec, unless its size predicted from a sample is well above what
             // scaled integers made (a quarter of the encode time of such blocks).
             let sure = scaled.as_ref().is_some_and(|p| {

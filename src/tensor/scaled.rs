@@ -429,9 +429,17 @@ pub fn plausible(data: &[u8], dtype: DType) -> Vec<Form> {
         .collect()
 }
 
+/// A block's symbols, scales (f32 bits) and miss bytes (`symbols`).
+type Coded = (Vec<u16>, Vec<u32>, Vec<u8>);
+
 /// The symbols of `data`'s whole values (an array of `form`'s type), the scales (f32 bits)
 /// and the bytes of the misses.
-fn symbols(data: &[u8], form: Form) -> (Vec<u16>, Vec<u32>, Vec<u8>) {
+fn symbols(data: &[u8], form: Form) -> Coded {
+    symbols_within(data, form, usize::MAX).unwrap_or_default()
+}
+
+/// `symbols`, or `None` as soon as the scales and misses number more than `limit`.
+fn symbols_within(data: &[u8], form: Form, limit: usize) -> Option<Coded> {
     let dtype = form.dtype();
     let width = dtype.width();
     let n = data.len() / width;
@@ -483,9 +491,12 @@ fn symbols(data: &[u8], form: Form) -> (Vec<u16>, Vec<u32>, Vec<u8>) {
                 misses.extend_from_slice(&v.to_le_bytes()[..width]);
             }
         }
+        if scales.len() + misses.len() / width > limit {
+            return None;
+        }
     }
     orient(&mut syms, &mut scales);
-    (syms, scales, misses)
+    Some((syms, scales, misses))
 }
 
 /// Values tried with each rounding a bf16 block looks like it had, to choose one.
@@ -496,17 +507,19 @@ const TRIAL: usize = 8192;
 /// first `TRIAL` values and, where that ties, on all (the first on ties); `None` if it looks
 /// like none.
 pub fn choose(data: &[u8], dtype: DType) -> Option<Form> {
+    choose_coded(data, dtype).map(|(form, _)| form)
+}
+
+/// `choose`, with the symbols of the whole block where it had to make them to decide.
+fn choose_coded(data: &[u8], dtype: DType) -> Option<(Form, Option<Coded>)> {
     let forms = plausible(data, dtype);
     if forms.len() < 2 {
-        return forms.first().copied();
+        return forms.first().map(|&f| (f, None));
     }
     let width = dtype.width();
-    let cost = |data: &[u8], form: Form| {
-        let (_, scales, misses) = symbols(data, form);
-        scales.len() + misses.len() / width
-    };
+    let cost = |c: &Coded| c.1.len() + c.2.len() / width;
     let sample = &data[..data.len().min(TRIAL * width)];
-    let costs: Vec<usize> = forms.iter().map(|&f| cost(sample, f)).collect();
+    let costs: Vec<usize> = forms.iter().map(|&f| cost(&symbols(sample, f))).collect();
     let least = costs.iter().copied().min()?;
     let tied: Vec<Form> = forms
         .into_iter()
@@ -514,19 +527,43 @@ pub fn choose(data: &[u8], dtype: DType) -> Option<Form> {
         .filter(|&(_, c)| c == least)
         .map(|(f, _)| f)
         .collect();
-    match tied.len() > 1 && sample.len() < data.len() {
-        true => tied.into_iter().min_by_key(|&f| cost(data, f)),
-        false => tied.first().copied(),
+    if tied.len() < 2 || sample.len() == data.len() {
+        return tied.first().map(|&f| (f, None));
     }
+    // The whole block with each, a later one given up once it costs more than the best.
+    let mut best: Option<(Form, Coded)> = None;
+    for f in tied {
+        let limit = best.as_ref().map_or(usize::MAX, |b| cost(&b.1) - 1);
+        if let Some(c) = symbols_within(data, f, limit) {
+            best = Some((f, c));
+        }
+    }
+    best.map(|(f, c)| (f, Some(c)))
+}
+
+/// `data`, an array of `dtype`, coded as scaled integers of the form `choose` picks; `None`
+/// where it looks like none.
+pub fn encode_chosen(data: &[u8], dtype: DType) -> Option<Vec<u8>> {
+    let (form, coded) = choose_coded(data, dtype)?;
+    let coded = coded.unwrap_or_else(|| symbols(data, form));
+    let mut out = Vec::new();
+    write(data, form, coded, &mut out);
+    Some(out)
 }
 
 /// Codes `data`, an array of `form`'s type, into `out`.
 pub fn encode_into(data: &[u8], form: Form, out: &mut Vec<u8>) {
+    write(data, form, symbols(data, form), out);
+}
+
+/// Writes the payload of `data` (an array of `form`'s type) whose symbols, scales and misses
+/// are `coded` to `out`.
+fn write(data: &[u8], form: Form, coded: Coded, out: &mut Vec<u8>) {
     let dtype = form.dtype();
     let width = dtype.width();
     let n = data.len() / width;
     let tail = &data[n * width..];
-    let (syms, scales, misses) = symbols(data, form);
+    let (syms, scales, misses) = coded;
     let mut tab = Table::new(SYMBOLS, LEVEL + 1, false);
     let mut enc = rans::Encoder::new(syms.len(), STATES);
     tab.put_all(&syms, &mut enc);
