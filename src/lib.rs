@@ -19,6 +19,7 @@ pub use error::{Error, Result};
 use engine::KernelLevel;
 use format::{Header, Trailer};
 use model::ModelConfig;
+use pipeline::{InMemory, Streamed};
 use std::io::{Read, Seek, Write};
 use std::sync::Arc;
 
@@ -99,19 +100,66 @@ pub struct Stats {
 /// Compresses everything `input` yields into a complete archive on `output`. Without a
 /// layout or dtype in `opts`, a stream that starts like a safetensors or .npy file takes the
 /// tensor path from its header.
-pub fn compress(mut input: impl Read, mut output: impl Write, opts: &Options) -> Result<Stats> {
+pub fn compress(input: impl Read, mut output: impl Write, opts: &Options) -> Result<Stats> {
     if opts.layout.is_some() || opts.dtype.is_some() {
-        return pipeline::compress(&mut input, &mut output, opts);
+        return pipeline::compress(&mut Streamed(input), &mut output, opts);
     }
+    let mut input = input;
     let (head, layout) = tensor::sniff_stream(&mut input)?;
     let mut opts = opts.clone();
     opts.layout = layout;
-    pipeline::compress(&mut head.as_slice().chain(input), &mut output, &opts)
+    pipeline::compress(
+        &mut Streamed(head.as_slice().chain(input)),
+        &mut output,
+        &opts,
+    )
+}
+
+/// Compresses `input`, whole in memory, into a complete archive on `output`, coding its blocks
+/// in place; its structure is detected from the bytes unless `opts` gives a layout.
+pub fn compress_bytes(input: &[u8], mut output: impl Write, opts: &Options) -> Result<Stats> {
+    let opts = in_memory(input, opts);
+    pipeline::compress(&mut InMemory::new(input), &mut output, &opts)
+}
+
+/// `compress_bytes` of a mapped file, whose pages are given back as blocks finish, so resident
+/// memory does not grow with the file.
+pub fn compress_mapped(
+    input: &memmap2::Mmap,
+    mut output: impl Write,
+    opts: &Options,
+) -> Result<Stats> {
+    let opts = in_memory(input, opts);
+    pipeline::compress(&mut InMemory::mapped(input), &mut output, &opts)
+}
+
+/// `opts` for an input known whole: its length, and its layout unless one is given.
+fn in_memory(input: &[u8], opts: &Options) -> Options {
+    let mut opts = opts.clone();
+    opts.size_hint = Some(input.len() as u64);
+    if opts.layout.is_none() {
+        opts.layout = Some(tensor::layout(input, opts.dtype));
+    }
+    opts
 }
 
 /// Decompresses a complete archive from `input` onto `output`, verifying every checksum.
-pub fn decompress(mut input: impl Read, mut output: impl Write, opts: &Options) -> Result<Stats> {
-    pipeline::decompress(&mut input, &mut output, opts)
+pub fn decompress(input: impl Read, mut output: impl Write, opts: &Options) -> Result<Stats> {
+    pipeline::decompress(&mut Streamed(input), &mut output, opts)
+}
+
+/// `decompress` of an archive whole in memory, its blocks decoded in place.
+pub fn decompress_bytes(archive: &[u8], mut output: impl Write, opts: &Options) -> Result<Stats> {
+    pipeline::decompress(&mut InMemory::new(archive), &mut output, opts)
+}
+
+/// `decompress_bytes` of a mapped archive, whose pages are given back as blocks finish.
+pub fn decompress_mapped(
+    archive: &memmap2::Mmap,
+    mut output: impl Write,
+    opts: &Options,
+) -> Result<Stats> {
+    pipeline::decompress(&mut InMemory::mapped(archive), &mut output, opts)
 }
 
 /// Header, model and block table of an archive, as shown by `sep info`.

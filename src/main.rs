@@ -11,6 +11,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
+#[cfg(target_os = "linux")]
+mod huge;
+#[cfg(target_os = "linux")]
+#[global_allocator]
+static ALLOC: huge::HugePages = huge::HugePages;
+
 /// sep: neural lossless compression.
 #[derive(Parser)]
 #[command(name = "sep", version, about, max_term_width = 100)]
@@ -125,9 +131,9 @@ fn is_stdio(p: &Option<PathBuf>) -> bool {
 
 /// Where the input comes from: a mapped file, a streamed file or standard input.
 enum Input {
-    /// A regular file: mapped (only its header pages are ever touched, by structure
-    /// detection) and read through the file handle, so resident memory does not grow with it.
-    Mapped(memmap2::Mmap, File),
+    /// A regular file, mapped: its blocks are coded in place and their pages given back as
+    /// each finishes, so resident memory does not grow with it.
+    Mapped(memmap2::Mmap),
     Empty,
     Stream(Box<dyn Read>),
 }
@@ -158,20 +164,21 @@ impl Input {
         // is the same hazard every mmap-based tool accepts (checksums catch a changed input).
         let map = unsafe { memmap2::Mmap::map(&file) }
             .map_err(|e| Failure(format!("{name}: {}", io_message(&e))))?;
-        Ok((Input::Mapped(map, file), Some(meta.len()), name))
+        Ok((Input::Mapped(map), Some(meta.len()), name))
     }
 
     /// The whole input, when it is a mapped file.
     fn bytes(&self) -> Option<&[u8]> {
         match self {
-            Input::Mapped(m, _) => Some(&m[..]),
+            Input::Mapped(m) => Some(&m[..]),
             _ => None,
         }
     }
 
+    /// A reader of the input.
     fn reader(&mut self) -> Box<dyn Read + '_> {
         match self {
-            Input::Mapped(_, f) => Box::new(f),
+            Input::Mapped(m) => Box::new(&m[..]),
             Input::Empty => Box::new(io::empty()),
             Input::Stream(r) => Box::new(r),
         }
@@ -394,7 +401,7 @@ fn run_codec(
     dest: Option<PathBuf>,
     compressing: bool,
     configure: impl FnOnce(&mut Options, Option<u64>) -> Result<(), Failure>,
-    codec: impl FnOnce(&mut dyn Read, &mut dyn Write, &Options) -> sep::Result<Stats>,
+    codec: impl FnOnce(&mut Input, &mut dyn Write, &Options) -> sep::Result<Stats>,
 ) -> Result<(), Failure> {
     let in_path = c.file.as_ref().filter(|_| !is_stdio(&c.file));
     check_distinct(in_path, dest.as_ref())?;
@@ -418,7 +425,7 @@ fn run_codec(
             inner: out.writer(),
             failed: false,
         };
-        let result = codec(&mut input.reader(), &mut w, &opts).and_then(|s| {
+        let result = codec(&mut input, &mut w, &opts).and_then(|s| {
             w.flush()?;
             Ok(s)
         });
@@ -462,7 +469,10 @@ fn run_compress(args: CompressArgs) -> Result<(), Failure> {
         };
         opts.validate().map_err(Failure::from)
     };
-    run_codec(c, dest, true, configure, |r, w, o| sep::compress(r, w, o))
+    run_codec(c, dest, true, configure, |input, w, o| match input {
+        Input::Mapped(m) => sep::compress_mapped(m, w, o),
+        other => sep::compress(other.reader(), w, o),
+    })
 }
 
 fn run_decompress(c: CommonArgs) -> Result<(), Failure> {
@@ -480,7 +490,10 @@ fn run_decompress(c: CommonArgs) -> Result<(), Failure> {
         dest,
         false,
         |_, _| Ok(()),
-        |r, w, o| sep::decompress(r, w, o),
+        |input, w, o| match input {
+            Input::Mapped(m) => sep::decompress_mapped(m, w, o),
+            other => sep::decompress(other.reader(), w, o),
+        },
     )
 }
 

@@ -6,7 +6,7 @@ use crossbeam_channel::{unbounded, Receiver, Sender};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A pool of byte buffers; any stage may take one and give it back.
-pub(super) struct Buffers {
+pub(crate) struct Buffers {
     back: Sender<Vec<u8>>,
     ready: Receiver<Vec<u8>>,
     /// The largest length asked for so far: new buffers get this much room.

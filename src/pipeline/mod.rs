@@ -5,6 +5,7 @@
 mod backend;
 mod block;
 mod buffers;
+mod source;
 
 pub use backend::{Arena, Backend, CpuBackend};
 pub use block::{decode_lanes, encode_lanes, ProgressFn};
@@ -19,41 +20,12 @@ use crate::tensor::{Kind, Segment};
 use crate::{Options, Stats};
 use buffers::Buffers;
 use crossbeam_channel::{bounded, unbounded};
+use source::{read_full, Bytes, Source};
 use std::collections::{BTreeMap, VecDeque};
-use std::io::{Read, Write};
+use std::io::Write;
+
+pub(crate) use source::{InMemory, Streamed};
 use std::sync::atomic::{AtomicBool, Ordering};
-
-/// Bytes of a block or payload read (and hashed) at a time.
-const READ_PIECE: usize = 128 << 10;
-
-/// `read_full` in pieces of `READ_PIECE` bytes, each hashed right after it is read (while it is
-/// in cache); returns the number of bytes read and the xxh3-64 of them.
-fn read_hashed(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<(usize, u64)> {
-    let (mut n, mut h) = (0, Xxh3::new());
-    for piece in buf.chunks_mut(READ_PIECE) {
-        let got = read_full(r, piece)?;
-        h.update(&piece[..got]);
-        n += got;
-        if got < piece.len() {
-            break;
-        }
-    }
-    Ok((n, h.digest()))
-}
-
-/// Reads until `buf` is full or the input ends; returns the number of bytes read.
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
-}
 
 /// Writer wrapper counting the bytes written.
 struct Counting<W> {
@@ -145,11 +117,11 @@ impl Plan {
     }
 
     /// Reads the next block, its kind and its checksum, or `None` at the end of the input.
-    fn next_block(
+    fn next_block<'a>(
         &mut self,
-        input: &mut impl Read,
+        input: &mut impl Source<'a>,
         buffers: &Buffers,
-    ) -> Result<Option<(Vec<u8>, Kind, u64)>> {
+    ) -> Result<Option<(Bytes<'a>, Kind, u64)>> {
         loop {
             let Some(seg) = self.segments.front() else {
                 return Ok(None);
@@ -169,9 +141,8 @@ impl Plan {
             };
             let want = bs.min(seg.len) as usize;
             let kind = seg.kind;
-            let mut buf = buffers.sized(want);
-            let (n, hash) = read_hashed(input, &mut buf)?;
-            buf.truncate(n);
+            let (buf, hash) = input.next_bytes(want, buffers)?;
+            let n = buf.len();
             if n < want {
                 // The input ended: nothing more to plan.
                 self.segments.clear();
@@ -248,7 +219,11 @@ fn run_ordered<J: Send, R: Send>(
 fn noop(_: u64) {}
 
 /// Compresses `input` into `output` as a complete archive.
-pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) -> Result<Stats> {
+pub(crate) fn compress<'a>(
+    input: &mut impl Source<'a>,
+    output: &mut impl Write,
+    opts: &Options,
+) -> Result<Stats> {
     opts.validate()?;
     set_level(opts.kernels);
     let backend = CpuBackend::default();
@@ -278,10 +253,11 @@ pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) 
     };
     let model = &opts.model;
     let (blocks, payloads) = (Buffers::new(), Buffers::new());
+    let returns = input.returns();
     run_ordered(
         opts.threads,
         || plan.next_block(input, &blocks),
-        |(data, kind, raw_hash): (Vec<u8>, Kind, u64)| {
+        |(data, kind, raw_hash): (Bytes<'a>, Kind, u64)| {
             let spare = payloads.empty(0);
             let (codec, payload) =
                 code_block(&data, kind, tensor_file, &backend, model, progress, spare);
@@ -317,7 +293,7 @@ pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) 
             if let Some(b) = &opts.on_block {
                 b(rec.raw_len, BlockRecord::LEN + rec.payload_len);
             }
-            blocks.give(data);
+            returns.give(data, &blocks);
             payloads.give(coded);
             Ok(())
         },
@@ -337,7 +313,11 @@ pub fn compress(input: &mut impl Read, output: &mut impl Write, opts: &Options) 
 }
 
 /// Decompresses a complete archive from `input` into `output`, verifying every checksum.
-pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options) -> Result<Stats> {
+pub(crate) fn decompress<'a>(
+    input: &mut impl Source<'a>,
+    output: &mut impl Write,
+    opts: &Options,
+) -> Result<Stats> {
     opts.validate()?;
     set_level(opts.kernels);
     let backend = CpuBackend::default();
@@ -359,6 +339,7 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
     let mut total = 0u64;
     let mut at_end = false;
     let (payloads, blocks) = (Buffers::new(), Buffers::new());
+    let returns = input.returns();
     run_ordered(
         opts.threads,
         || {
@@ -371,9 +352,9 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
                     Ok(None)
                 }
                 Next::Block(rec) => {
-                    let mut payload = payloads.sized(rec.payload_len as usize);
-                    let (n, hash) = read_hashed(input, &mut payload)?;
-                    if n < payload.len() {
+                    let want = rec.payload_len as usize;
+                    let (payload, hash) = input.next_bytes(want, &payloads)?;
+                    if payload.len() < want {
                         return Err(Error::Truncated("inside a block"));
                     }
                     if hash != rec.payload_hash {
@@ -390,18 +371,23 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
                 }
             }
         },
-        |(index, rec, mut payload): (usize, BlockRecord, Vec<u8>)| -> Result<(Vec<u8>, u64)> {
+        |(index, rec, payload): (usize, BlockRecord, Bytes<'a>)| -> Result<(Bytes<'a>, u64)> {
             let raw_len = rec.raw_len as usize;
             let mut data = blocks.empty(raw_len);
             // The tensor codec hashes its output as it writes it; the others' is hashed after.
             let mut streamed = None;
             match rec.codec {
                 Codec::Stored => {
-                    std::mem::swap(&mut data, &mut payload);
+                    // The bytes are the payload's, passed on as they are.
+                    blocks.give(data);
+                    progress(rec.raw_len);
                     // The payload checksum, checked, is then the data's.
-                    if rec.payload_hash == rec.raw_hash {
-                        streamed = Some(rec.raw_hash);
+                    if payload.len() != raw_len
+                        || (rec.payload_hash != rec.raw_hash && xxh3_64(&payload) != rec.raw_hash)
+                    {
+                        return Err(Error::Checksum(format!("block {index}")));
                     }
+                    return Ok((payload, rec.raw_hash));
                 }
                 Codec::Model => data = backend.decode(&payload, raw_len, &model, progress)?,
                 Codec::Tensor => {
@@ -439,19 +425,19 @@ pub fn decompress(input: &mut impl Read, output: &mut impl Write, opts: &Options
             if rec.codec != Codec::Model {
                 progress(rec.raw_len);
             }
-            payloads.give(payload);
+            returns.give(payload, &payloads);
             let hash = streamed.unwrap_or_else(|| xxh3_64(&data));
             if data.len() != raw_len || hash != rec.raw_hash {
                 return Err(Error::Checksum(format!("block {index}")));
             }
-            Ok((data, rec.raw_hash))
+            Ok((Bytes::Pooled(data), rec.raw_hash))
         },
         |done| {
             let (data, raw_hash) = done?;
             hasher.block(&data, raw_hash);
             total += data.len() as u64;
             output.write_all(&data)?;
-            blocks.give(data);
+            returns.give(data, &blocks);
             Ok(())
         },
     )?;

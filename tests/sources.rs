@@ -1,0 +1,100 @@
+//! The in-memory and mapped entry points code blocks in place: they must write the archives the
+//! streaming ones write, decode them (and the streamed ones) at any thread count and kernel
+//! level, and refuse damaged archives as the streaming decoder does.
+
+mod common;
+
+use common::corpora;
+use sep::engine::KernelLevel;
+use sep::Options;
+use std::fs;
+
+fn opts(threads: usize, kernels: KernelLevel, block_size: u64) -> Options {
+    Options {
+        threads,
+        kernels,
+        block_size,
+        ..Options::default()
+    }
+}
+
+/// A mapped copy of `bytes` (kept alive by the returned file handle).
+fn mapped(bytes: &[u8]) -> (tempfile::NamedTempFile, memmap2::Mmap) {
+    let f = tempfile::NamedTempFile::new().unwrap();
+    fs::write(f.path(), bytes).unwrap();
+    // SAFETY: a private temporary file nothing else writes while it is mapped.
+    let map = unsafe { memmap2::Mmap::map(f.as_file()) }.unwrap();
+    (f, map)
+}
+
+#[test]
+fn in_place_coding_matches_streaming_at_any_thread_count_and_kernel_level() {
+    let files = [
+        // Tensor blocks (several per file at this block size), and a general-purpose file.
+        ("tensors/minilm-layer2.f16.safetensors", 1 << 20),
+        ("text/paper4", 4 << 10),
+    ];
+    for (name, block_size) in files {
+        let data = fs::read(corpora().join(name)).unwrap();
+        let auto = opts(2, KernelLevel::detect(), block_size);
+        let (_file, map) = mapped(&data);
+        // The streaming path learns the layout from the header, as the in-memory one does.
+        let mut streamed = Vec::new();
+        let known_len = Options {
+            size_hint: Some(data.len() as u64),
+            ..auto.clone()
+        };
+        sep::compress(&data[..], &mut streamed, &known_len).unwrap();
+        let mut in_memory = Vec::new();
+        sep::compress_bytes(&data, &mut in_memory, &auto).unwrap();
+        let mut from_map = Vec::new();
+        let stats = sep::compress_mapped(
+            &map,
+            &mut from_map,
+            &opts(1, KernelLevel::Scalar, block_size),
+        )
+        .unwrap();
+        assert!(stats.blocks > 1, "{name}: one block only");
+        assert!(in_memory == streamed, "{name}: in-memory archive differs");
+        assert!(from_map == streamed, "{name}: mapped archive differs");
+
+        let (_afile, amap) = mapped(&streamed);
+        for (threads, kernels) in [(1, KernelLevel::Scalar), (3, KernelLevel::detect())] {
+            let o = opts(threads, kernels, block_size);
+            let mut a = Vec::new();
+            sep::decompress_bytes(&streamed, &mut a, &o).unwrap();
+            assert!(a == data, "{name}: in-memory decode differs");
+            let mut b = Vec::new();
+            sep::decompress_mapped(&amap, &mut b, &o).unwrap();
+            assert!(b == data, "{name}: mapped decode differs");
+        }
+    }
+}
+
+#[test]
+fn damaged_archives_are_refused_in_memory_too() {
+    let data = fs::read(corpora().join("text/paper5")).unwrap();
+    let o = opts(2, KernelLevel::detect(), 2 << 10);
+    let mut archive = Vec::new();
+    sep::compress_bytes(&data, &mut archive, &o).unwrap();
+    let mut back = Vec::new();
+    sep::decompress_bytes(&archive, &mut back, &o).unwrap();
+    assert_eq!(back, data);
+    for cut in (0..archive.len()).step_by(97) {
+        assert!(
+            sep::decompress_bytes(&archive[..cut], std::io::sink(), &o).is_err(),
+            "truncated at {cut} decoded"
+        );
+    }
+    for at in (0..archive.len()).step_by(89) {
+        let mut bad = archive.clone();
+        bad[at] ^= 0x10;
+        assert!(
+            sep::decompress_bytes(&bad, std::io::sink(), &o).is_err(),
+            "flip at {at} decoded"
+        );
+    }
+    let mut longer = archive.clone();
+    longer.push(0);
+    assert!(sep::decompress_bytes(&longer, std::io::sink(), &o).is_err());
+}
