@@ -112,7 +112,7 @@ fn whole(path: &str, data: &[u8], raw: Option<DType>) {
     };
     let compress = || {
         let mut packed = Vec::with_capacity(data.len());
-        sep::compress(data, &mut packed, &opts).expect("compress");
+        sep::compress_bytes(data, &mut packed, &opts).expect("compress");
         packed
     };
     let only = std::env::var("SEP_ONLY").unwrap_or_default();
@@ -123,7 +123,7 @@ fn whole(path: &str, data: &[u8], raw: Option<DType>) {
     let mut back = Vec::with_capacity(data.len());
     let (td, ()) = best_of(|| {
         back.clear();
-        sep::decompress(&packed[..], &mut back, &opts).expect("decompress");
+        sep::decompress_bytes(&packed, &mut back, &opts).expect("decompress");
     });
     assert!(back == data, "round trip failed");
     let mb = data.len() as f64 / 1e6;
