@@ -36,6 +36,9 @@ pub enum Error {
     /// Decoded data does not match the checksum stored in the archive.
     #[error("checksum mismatch in {0}: archive is corrupt")]
     Checksum(String),
+    /// A mapped input changed while it was being compressed (the archive would not match it).
+    #[error("the input changed while it was being compressed")]
+    InputChanged,
     /// An option value is out of range.
     #[error("invalid option: {0}")]
     InvalidOption(String),

@@ -265,9 +265,15 @@ pub(crate) fn compress<'a>(
                 Codec::Stored => raw_hash,
                 _ => xxh3_64(&payload),
             };
-            (data, raw_hash, codec, payload, payload_hash)
+            // Lent bytes are a mapped file another process may write: had they changed since
+            // they were hashed, the block would not decode to what its checksum says.
+            let changed = matches!(data, Bytes::Lent(_)) && xxh3_64(&data) != raw_hash;
+            (data, raw_hash, codec, payload, payload_hash, changed)
         },
-        |(data, raw_hash, codec, coded, payload_hash)| {
+        |(data, raw_hash, codec, coded, payload_hash, changed)| {
+            if changed {
+                return Err(Error::InputChanged);
+            }
             let payload = if codec == Codec::Stored {
                 &data[..]
             } else {
