@@ -7,8 +7,10 @@ use crate::error::{Error, Result};
 
 /// The key whose numbers are rewritten.
 const KEY: &[u8] = b"\"data_offsets\":[";
-/// zstd level of the rewritten text (headers are small: this costs milliseconds).
-const LEVEL: i32 = 19;
+/// zstd level of the rewritten text: 19 made no archive of the 19 weight files measured more
+/// than 8 bytes smaller and took 6.9 ms on a 15.8 KB header (15: 3.3 ms; 12: 1.1 ms but up to
+/// 136 bytes more), a third of the time of a 0.5 MB file. Written nowhere: decoding is the same.
+const LEVEL: i32 = 15;
 
 /// Bytes per element of a safetensors dtype name. The list is part of the format (a decoder
 /// must predict what the encoder did), so it is written here rather than taken from the
