@@ -7,6 +7,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 
 /// Huge page size.
 const HUGE: usize = 2 << 20;
+/// Alignment every mapping has.
+const PAGE: usize = 4096;
 /// Allocations from this size on are mapped on their own, on huge pages.
 const MIN: usize = HUGE;
 
@@ -58,9 +60,10 @@ fn mapped(size: usize, align: usize) -> bool {
     size >= MIN && align <= HUGE
 }
 
-// SAFETY: mapped blocks are whole huge pages aligned to HUGE (so to any `align <= HUGE`),
-// zeroed by the kernel, unmapped exactly once with the length they were mapped with; the
-// rest is the system allocator's.
+// SAFETY: mapped blocks are whole huge pages aligned to HUGE (so to any `align <= HUGE`; one
+// moved by `mremap` is page-aligned, and only blocks with `align <= PAGE` are moved), zeroed
+// by the kernel, unmapped exactly once with the length they were last mapped with; the rest
+// is the system allocator's.
 unsafe impl GlobalAlloc for HugePages {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         if !mapped(l.size(), l.align()) {
@@ -93,6 +96,22 @@ unsafe impl GlobalAlloc for HugePages {
         if was && will && round(new) == round(l.size()) {
             // The same pages hold it.
             return p;
+        }
+        if was && will && l.align() <= PAGE {
+            // Pages move without a copy (a growing Vec doubles through here).
+            let q = unsafe {
+                libc::mremap(
+                    p as *mut libc::c_void,
+                    round(l.size()),
+                    round(new),
+                    libc::MREMAP_MAYMOVE,
+                )
+            };
+            if q == libc::MAP_FAILED {
+                return std::ptr::null_mut();
+            }
+            unsafe { libc::madvise(q, round(new), libc::MADV_HUGEPAGE) };
+            return q as *mut u8;
         }
         let nl = unsafe { Layout::from_size_align_unchecked(new, l.align()) };
         let q = unsafe { self.alloc(nl) };

@@ -101,29 +101,42 @@ impl Form {
 
     /// The magnitudes (as f64) of the numbers that round to the magnitude `m` (stored bits
     /// without the sign, not zero), boundaries counted in; `None` for infinity and NaN.
+    #[inline(always)]
     pub fn preimage(self, m: u32) -> Option<(f64, f64)> {
-        let inf = match self {
-            Form::F32 => 0x7f80_0000,
-            Form::Bf16Nearest | Form::Bf16Truncated => 0x7f80,
-            Form::F16Nearest => 0x7c00,
+        // Mantissa bits and exponent bias of the stored type.
+        let (bits, bias) = match self {
+            Form::F32 => (23, 127),
+            Form::Bf16Nearest | Form::Bf16Truncated => (7, 127),
+            Form::F16Nearest => (10, 15),
         };
+        let inf = (2 * bias + 1) << bits;
         if m == 0 || m >= inf {
             return None;
         }
-        let w = |m: u32| self.widen(m) as f64;
+        let x = self.widen(m) as f64;
+        // The distance to the next stored value above of exponent field `e` (subnormals are
+        // spaced as the smallest normals), exact in f64.
+        let step = |e: u32| f64::from_bits(((e.max(1) + 1023 - bias - bits) as u64) << 52);
+        let e = m >> bits;
+        let up = step(e);
         Some(match self {
-            Form::F32 => (w(m), w(m)),
-            Form::Bf16Truncated => match m + 1 == inf {
-                true => (w(m), f32::MAX as f64),
-                false => (w(m), w(m + 1)),
-            },
+            Form::F32 => (x, x),
+            // The largest finite value rounds from numbers below f32::MAX, the bound.
+            Form::Bf16Truncated => (
+                x,
+                if m + 1 == inf {
+                    f32::MAX as f64
+                } else {
+                    x + up
+                },
+            ),
             Form::Bf16Nearest | Form::F16Nearest => {
-                // The largest finite value rounds from up to half an ulp above it.
-                let next = match m + 1 == inf {
-                    true => 2.0 * w(m) - w(m - 1),
-                    false => w(m + 1),
+                // A binade's first value lies half the smaller step of the one below away.
+                let down = match m & ((1 << bits) - 1) {
+                    0 => step(e - 1),
+                    _ => up,
                 };
-                ((w(m - 1) + w(m)) / 2.0, (w(m) + next) / 2.0)
+                (x - down / 2.0, x + up / 2.0)
             }
         })
     }
@@ -231,6 +244,52 @@ mod tests {
             for x in [x, -x] {
                 assert_eq!(f16_nearest(x), f16_reference(x), "{x:e}");
             }
+        }
+    }
+
+    /// The preimage as the means of neighbouring values (the definition).
+    fn preimage_by_neighbours(form: Form, m: u32) -> Option<(f64, f64)> {
+        let inf = match form {
+            Form::F32 => 0x7f80_0000,
+            Form::Bf16Nearest | Form::Bf16Truncated => 0x7f80,
+            Form::F16Nearest => 0x7c00,
+        };
+        if m == 0 || m >= inf {
+            return None;
+        }
+        let w = |m: u32| form.widen(m) as f64;
+        Some(match form {
+            Form::F32 => (w(m), w(m)),
+            Form::Bf16Truncated => match m + 1 == inf {
+                true => (w(m), f32::MAX as f64),
+                false => (w(m), w(m + 1)),
+            },
+            Form::Bf16Nearest | Form::F16Nearest => {
+                let next = match m + 1 == inf {
+                    true => 2.0 * w(m) - w(m - 1),
+                    false => w(m + 1),
+                };
+                ((w(m - 1) + w(m)) / 2.0, (w(m) + next) / 2.0)
+            }
+        })
+    }
+
+    #[test]
+    fn preimages_are_the_means_of_neighbours() {
+        for form in [Form::Bf16Nearest, Form::Bf16Truncated, Form::F16Nearest] {
+            for m in 0..0x8000u32 {
+                assert_eq!(
+                    form.preimage(m),
+                    preimage_by_neighbours(form, m),
+                    "{form:?} {m:#x}"
+                );
+            }
+        }
+        for m in (0..0x8000_0000u32)
+            .step_by(9973)
+            .chain([1, 0x7f7f_ffff, 0x7f80_0000])
+        {
+            assert_eq!(Form::F32.preimage(m), preimage_by_neighbours(Form::F32, m));
         }
     }
 

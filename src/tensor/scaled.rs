@@ -271,7 +271,17 @@ fn intersect(
         if !(1.0..=K_MAX as f64).contains(&k) || (q < 0.0) != (v & sign != 0) {
             break;
         }
-        let (lo, hi) = (span.0.max(lo / k), span.1.min(hi / k));
+        // `lo / k` can raise the lower bound only where `lo` reaches it times `k` (slack for
+        // the product's rounding), `hi / k` lower the upper one likewise: nearly every value
+        // after the first few does neither, and then no division is made.
+        let lo = match lo >= span.0 * k * (1.0 - SLACK) {
+            true => span.0.max(lo / k),
+            false => span.0,
+        };
+        let hi = match hi <= span.1 * k * (1.0 + SLACK) {
+            true => span.1.min(hi / k),
+            false => span.1,
+        };
         // Touching bounds: the one scale left must be an f32 that `v` is exactly a level of
         // (a bound is open where a product on it is a tie that rounds the other way).
         let point = lo == hi && (lo as f32 as f64 != lo || level(form, v, lo as f32).is_none());
@@ -283,6 +293,10 @@ fn intersect(
     }
     (span, fitted)
 }
+
+/// Relative slack of the products compared with interval bounds in `intersect` (four f64
+/// ulps: more than their rounding error, so a quotient that would move a bound is computed).
+const SLACK: f64 = 1.0 / (1u64 << 50) as f64;
 
 /// The f32 with the fewest significant bits in `[lo, hi]`.
 fn simplest(lo: f64, hi: f64) -> Option<f32> {
@@ -389,6 +403,14 @@ fn rounded_scale(
         }
         let seen: Vec<u32> = (start..end + after).map(|i| at(data, width, i)).collect();
         let seen = &seen[..];
+        // A pick that fits them all is as good as any (`s` left the interval they narrowed,
+        // so it nearly always fits fewer): one pass, stopped at a first miss, instead of four.
+        if let Some(t) = pick(span)
+            .next()
+            .filter(|&t| run(form, seen, t) == seen.len())
+        {
+            return Some((t, n));
+        }
         let mut most = fits(form, seen, s);
         for t in pick(span) {
             let h = fits(form, seen, t);
