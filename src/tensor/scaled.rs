@@ -108,19 +108,14 @@ fn odd_zero(form: Form, s: f32) -> u32 {
     form.narrow(-(0.0 * s))
 }
 
-/// The scale that most of `vals` are levels of, with how many (see `exact_scale` and
-/// `rounded_scale`); `more` are the values after them, `data` the whole array (`n` values of
-/// `width` bytes) and `end` the index after `more`.
-fn best_scale(
-    form: Form,
-    vals: &[u32],
-    more: &[u32],
-    data: &[u8],
-    end: usize,
-) -> Option<(f32, usize)> {
+/// The scale that most of the first `n` of `all` (`vals`) are levels of, with how many (see
+/// `exact_scale` and `rounded_scale`); the values after them (`more`) break ties or extend the
+/// search, `data` is the whole array and `end` the index after `all`.
+fn best_scale(form: Form, all: &[u32], n: usize, data: &[u8], end: usize) -> Option<(f32, usize)> {
+    let (vals, more) = all.split_at(n.min(all.len()));
     match form {
         Form::F32 => exact_scale(vals, more),
-        _ => rounded_scale(form, vals, more, data, end),
+        _ => rounded_scale(form, all, vals.len(), data, end),
     }
 }
 
@@ -352,12 +347,12 @@ fn run(form: Form, vals: &[u32], s: f32) -> usize {
 /// from the start) and the simplest scale in it taken.
 fn rounded_scale(
     form: Form,
-    vals: &[u32],
-    more: &[u32],
+    all: &[u32],
+    n: usize,
     data: &[u8],
     end: usize,
 ) -> Option<(f32, usize)> {
-    let all: Vec<u32> = vals.iter().chain(more).copied().collect();
+    let (vals, more) = all.split_at(n);
     // (scale, interval, fitted from the start, run)
     let mut found: Vec<(f32, (f64, f64), usize, usize)> = Vec::new();
     'search: for small in smallest(form, vals) {
@@ -438,8 +433,7 @@ pub fn plausible(data: &[u8], dtype: DType) -> Vec<Form> {
                 // The array cut after the probe: no scale is narrowed beyond it.
                 let end = p * step + 2 * PROBE;
                 let vals: Vec<u32> = (p * step..end).map(|i| at(data, width, i)).collect();
-                let (window, more) = vals.split_at(PROBE);
-                best_scale(form, window, more, &data[..end * width], end)
+                best_scale(form, &vals, PROBE, &data[..end * width], end)
                     .is_some_and(|(_, hits)| 4 * hits >= 3 * PROBE)
             })
             .count()
@@ -479,7 +473,7 @@ fn symbols_within(data: &[u8], form: Form, limit: usize) -> Option<Coded> {
             ahead.clear();
             let end = n.min(i + 4 * WINDOW);
             ahead.extend((i..end).map(|j| at(data, width, j)));
-            let (window, more) = ahead.split_at(ahead.len().min(WINDOW));
+            let window = &ahead[..ahead.len().min(WINDOW)];
             let now = scale.map_or(0, |s| fits(form, window, s));
             // A lone miss among values that fit the scale: in f32 not a reason to look
             // further; rounded to 16 bits, the values of the next scale often fit the last
@@ -487,7 +481,7 @@ fn symbols_within(data: &[u8], form: Form, limit: usize) -> Option<Coded> {
             let lone = 4 * now >= 3 * window.len();
             let found = match lone && form == Form::F32 {
                 true => None,
-                false => best_scale(form, window, more, data, end),
+                false => best_scale(form, &ahead, window.len(), data, end),
             };
             match found {
                 Some((s, hits)) if hits >= now + MIN_GAIN && 2 * hits >= window.len() => {
