@@ -361,7 +361,7 @@ fn rounded_scale(
             let (span, fitted) = intersect(form, all.iter().copied(), (0.0, f64::INFINITY), est);
             let mut whole = false;
             for s in pick(span) {
-                let r = run(form, &all, s);
+                let r = run(form, all, s);
                 found.push((s, span, fitted, r));
                 whole = r >= vals.len();
                 // The others of the interval fit no more than all it was narrowed by.
