@@ -376,14 +376,18 @@ fn rounded_scale(
         }
     }
     let longest = found.iter().map(|f| f.3).max()?;
-    let (mut s, span, fitted, _) = found
+    let (mut s, span, fitted, r) = found
         .into_iter()
         .filter(|f| 8 * f.3 >= 7 * longest)
         .reduce(|a, b| match b.0 > a.0 {
             true => b,
             false => a,
         })?;
-    let n = fits(form, vals, s);
+    // A run over the whole window fits all of it (the usual case): no count needed.
+    let n = match r >= vals.len() {
+        true => vals.len(),
+        false => fits(form, vals, s),
+    };
     // All looked at fitted: narrow by the values after them, and take the pick that fits
     // the most of all the values the interval was narrowed by.
     let width = form.dtype().width();
