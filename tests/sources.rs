@@ -98,3 +98,16 @@ fn damaged_archives_are_refused_in_memory_too() {
     longer.push(0);
     assert!(sep::decompress_bytes(&longer, std::io::sink(), &o).is_err());
 }
+
+#[test]
+fn empty_and_tiny_inputs_in_memory() {
+    let o = opts(1, KernelLevel::detect(), 1 << 20);
+    for data in [&b""[..], b"x", b"\x93NUMPY"] {
+        let mut archive = Vec::new();
+        sep::compress_bytes(data, &mut archive, &o).unwrap();
+        let mut back = Vec::new();
+        sep::decompress_bytes(&archive, &mut back, &o).unwrap();
+        assert_eq!(back, data);
+    }
+    assert!(sep::decompress_bytes(b"", std::io::sink(), &o).is_err());
+}
