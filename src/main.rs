@@ -249,10 +249,10 @@ impl Output {
 
     fn writer(&mut self) -> Box<dyn Write + '_> {
         match self {
-            Output::Stdout => Box::new(BufWriter::with_capacity(1 << 20, io::stdout().lock())),
-            Output::Special(f) => Box::new(BufWriter::with_capacity(1 << 20, f)),
+            Output::Stdout => Box::new(BufWriter::with_capacity(WRITE_BUFFER, io::stdout().lock())),
+            Output::Special(f) => Box::new(BufWriter::with_capacity(WRITE_BUFFER, f)),
             Output::File { tmp, .. } => {
-                Box::new(BufWriter::with_capacity(1 << 20, tmp.as_file_mut()))
+                Box::new(BufWriter::with_capacity(WRITE_BUFFER, tmp.as_file_mut()))
             }
         }
     }
@@ -367,6 +367,11 @@ fn same_file(a: &Path, b: &Path) -> bool {
         _ => false,
     }
 }
+
+/// Output buffer size: it gathers the small writes (records, headers); blocks, which are
+/// larger, go straight to the file instead of being copied through it (a 1 MiB buffer copied
+/// every block under 1 MiB: 5% of decompressing a file of small tensors).
+const WRITE_BUFFER: usize = 64 << 10;
 
 /// Writer that remembers whether a write failed, so errors name the right file.
 struct Tracked<W> {

@@ -16,11 +16,17 @@ pub(crate) struct Buffers {
 impl Buffers {
     /// An empty pool.
     pub fn new() -> Self {
+        Self::with_room(0)
+    }
+
+    /// An empty pool whose new buffers get room for at least `room` bytes (the largest block
+    /// expected, so that one buffer serves every block instead of one per larger block).
+    pub fn with_room(room: usize) -> Self {
         let (back, ready) = unbounded();
         Buffers {
             back,
             ready,
-            largest: AtomicUsize::new(0),
+            largest: AtomicUsize::new(room),
         }
     }
 

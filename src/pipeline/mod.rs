@@ -65,6 +65,9 @@ struct Plan {
     current: Option<u64>,
 }
 
+/// Largest room given to a new block buffer before any block asks for it.
+const ROOM_MAX: u64 = 64 << 20;
+
 /// Length meaning "until the input ends".
 const UNTIL_END: u64 = u64::MAX;
 
@@ -344,7 +347,10 @@ pub(crate) fn decompress<'a>(
     let mut hasher = DataHash::new(header.version);
     let mut total = 0u64;
     let mut at_end = false;
-    let (payloads, blocks) = (Buffers::new(), Buffers::new());
+    // Block buffers get room for the largest block the header allows (up to a bound: the
+    // header is not trusted yet), so that one serves every block.
+    let room = header.block_size.min(ROOM_MAX) as usize;
+    let (payloads, blocks) = (Buffers::new(), Buffers::with_room(room));
     let returns = input.returns();
     run_ordered(
         opts.threads,
@@ -423,8 +429,7 @@ pub(crate) fn decompress<'a>(
                     )))
                 }
                 Codec::Zstd => {
-                    zstd::bulk::Decompressor::new()
-                        .and_then(|mut z| z.decompress_to_buffer(&payload[..], &mut data))
+                    crate::coder::zstd::decompress_to(&payload, &mut data)
                         .map_err(|e| Error::Corrupt(format!("zstd block {index}: {e}")))?;
                 }
             }

@@ -157,14 +157,15 @@ pub fn encode(data: &[u8]) -> Option<Vec<u8>> {
     if text.len() > data.len() || restore(&text)? != data {
         return None;
     }
-    zstd::bulk::compress(&text, LEVEL).ok()
+    crate::coder::zstd::compress(&text, LEVEL)
 }
 
 /// Decodes a payload written by `encode` into the block's `raw_len` bytes.
 pub fn decode(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
     let bad = |what: &str| Error::Corrupt(format!("header block: {what}"));
     // The rewritten text is never longer than the block (`encode` checks).
-    let text = zstd::bulk::decompress(payload, raw_len).map_err(|e| bad(&e.to_string()))?;
+    let mut text = Vec::with_capacity(raw_len);
+    crate::coder::zstd::decompress_to(payload, &mut text).map_err(|e| bad(&e.to_string()))?;
     let data = restore(&text).ok_or_else(|| bad("offsets do not decode"))?;
     if data.len() != raw_len {
         return Err(bad("wrong length"));
