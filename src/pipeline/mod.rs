@@ -401,7 +401,11 @@ pub(crate) fn decompress<'a>(
                     }
                     return Ok((payload, rec.raw_hash));
                 }
-                Codec::Model => data = backend.decode(&payload, raw_len, &model, progress)?,
+                // Codecs that return their own buffer: the pooled one goes back for later blocks.
+                Codec::Model => {
+                    let decoded = backend.decode(&payload, raw_len, &model, progress)?;
+                    blocks.give(std::mem::replace(&mut data, decoded));
+                }
                 Codec::Tensor => {
                     let mut h = Xxh3::new();
                     let seen = &mut |piece: &[u8]| h.update(piece);
@@ -414,7 +418,10 @@ pub(crate) fn decompress<'a>(
                     )?;
                     streamed = Some(h.digest());
                 }
-                Codec::Header => data = crate::tensor::header::decode(&payload, raw_len)?,
+                Codec::Header => {
+                    let decoded = crate::tensor::header::decode(&payload, raw_len)?;
+                    blocks.give(std::mem::replace(&mut data, decoded));
+                }
                 Codec::Recent if header.version >= 10 => {
                     crate::tensor::recent::decode(&payload, raw_len, header.version, &mut data)?
                 }
