@@ -3,7 +3,8 @@
 
 Usage: N=7 python3 benches/cli_ab.py OLD_SEP NEW_SEP FILE...
 Each round runs OLD then NEW (and zstd -d on zstd -19's archive, for scale) on every file:
-`compress -T 1 -c FILE` and `decompress -T 1 -c FILE.sep`, stdout into a fresh file in a
+`compress -T 1 -c FILE` and `decompress -T 1 -c FILE.sep` (each its own archive: the two may
+write different format versions), stdout into a fresh file in a
 temporary directory (created before the clock starts, as benches/corpus.rs does). Prints per
 file and direction the median MB/s of each and the median of the per-round NEW/OLD ratios.
 """
@@ -23,15 +24,17 @@ def timed(cmd, out):
 
 for path in files:
     size = os.path.getsize(path)
-    archive = os.path.join(tmp, "a.sep")
+    archives = {name: os.path.join(tmp, name + ".sep") for name in ("old", "new")}
     zarch = os.path.join(tmp, "a.zst")
-    timed([new, "compress", "-q", "-T", "1", "-c", path], archive)
+    for name, b in (("old", old), ("new", new)):
+        timed([b, "compress", "-q", "-T", "1", "-c", path], archives[name])
     timed(["zstd", "-19", "-q", "-c", "--single-thread", path], zarch)
     res = {}
     for _ in range(rounds):
         for name, b in (("old", old), ("new", new)):
             c = timed([b, "compress", "-q", "-T", "1", "-c", path], os.path.join(tmp, "c"))
-            d = timed([b, "decompress", "-q", "-T", "1", "-c", archive], os.path.join(tmp, "d"))
+            d = timed([b, "decompress", "-q", "-T", "1", "-c", archives[name]],
+                      os.path.join(tmp, "d"))
             res.setdefault(("c", name), []).append(c)
             res.setdefault(("d", name), []).append(d)
         res.setdefault(("d", "zstd"), []).append(

@@ -272,6 +272,67 @@ fn dequantized_weights_take_their_codecs() {
     );
 }
 
+/// A safetensors file of one f32 classifier layer, `rows` by 3000: the columns of never-trained
+/// classes (one in 40) share one value per row, the others are distinct weights.
+fn classifier(rows: usize) -> Vec<u8> {
+    let mut x = 0x2545_f491_u64;
+    let mut unit = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x >> 11) as f32 / (1u64 << 53) as f32
+    };
+    let mut data = Vec::new();
+    for _ in 0..rows {
+        let shared = (unit() - 0.5) * 0.1;
+        for c in 0..3000u64 {
+            let w = match c * 2_654_435_761 % 40 {
+                0 => shared,
+                _ => (unit() + unit() + unit() - 1.5) * 0.1,
+            };
+            data.extend_from_slice(&w.to_le_bytes());
+        }
+    }
+    let header = format!(
+        "{{\"fc.weight\":{{\"dtype\":\"F32\",\"shape\":[{rows},3000],\"data_offsets\":[0,{}]}}}}",
+        data.len()
+    );
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(&data);
+    out
+}
+
+#[test]
+fn repeated_values_take_their_codec() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let file = classifier(120);
+    fs::write(d.join("fc.safetensors"), &file).unwrap();
+    let archive = check_file_with(d, "fc.safetensors", &[], " repeated ");
+    // Smaller than the tensor codec alone on the weights.
+    let tensor = sep::tensor::encode(
+        &file[file.len() - 120 * 3000 * 4..],
+        sep::tensor::DType::F32,
+    );
+    assert!(
+        archive.len() < tensor.len(),
+        "{} against {}",
+        archive.len(),
+        tensor.len()
+    );
+    // Damaged, it fails cleanly.
+    let step = (archive.len() / 150).max(1);
+    damage_fails_cleanly(d, &archive, (0..archive.len()).step_by(step), 0x10);
+    // Relabelled as version 11 (header checksum redone), which had no such codec: refused.
+    let (mut h, len) = sep::format::Header::read(&mut &archive[..]).unwrap();
+    h.version = 11;
+    let mut relabelled = h.to_bytes();
+    relabelled.extend_from_slice(&archive[len as usize..]);
+    let err = sep::decompress(&relabelled[..], Vec::new(), &sep::Options::default()).unwrap_err();
+    assert!(err.to_string().contains("in a version 11 archive"), "{err}");
+}
+
 #[test]
 fn damaged_tensor_archives_fail_cleanly() {
     let dir = tempfile::tempdir().unwrap();
@@ -434,6 +495,12 @@ fn version_8_tensor_archives_still_decode() {
     // Written by the format-version-8 build (trailer checksum of all original bytes) with
     // `--dtype bf16` from `generated_bf16()`.
     fixture_decodes_to(&generated_bf16(), "v8-tensor.bf16.sep");
+}
+
+#[test]
+fn version_11_tensor_archives_still_decode() {
+    // Written by the format-version-11 build (c7c6371) from the safetensors file beside it.
+    fixture_decodes("v4-tensor.safetensors", "v11-tensor.safetensors.sep");
 }
 
 #[test]

@@ -17,8 +17,8 @@ pub const END_MAGIC: [u8; 4] = [b'S', b'E', b'P', 0x89];
 /// and 2 to 4 have no header codec, 6 counts every value of a tensor block, 6 and 7 start
 /// its coder states empty, 1 to 8 checksum all original bytes in the trailer instead of the
 /// blocks' checksums, 1 to 9 have no recent-values or scaled-integers codec, 10 has scaled
-/// integers for f32 only; otherwise the layout is the same).
-pub const VERSION: u16 = 11;
+/// integers for f32 only, 1 to 11 no repeated-values codec; otherwise the layout is the same).
+pub const VERSION: u16 = 12;
 /// Largest block size an archive may declare.
 pub const MAX_BLOCK_SIZE: u64 = 1 << 30;
 /// Largest model configuration an archive may declare.
@@ -51,6 +51,8 @@ pub enum Codec {
     /// Payload is a tensor block coded as integers times scales (version 10; bf16 and f16
     /// from 11).
     Scaled,
+    /// Payload is a tensor block whose exactly repeated values are coded apart (version 12).
+    Repeated,
 }
 
 impl Codec {
@@ -64,6 +66,7 @@ impl Codec {
             Codec::Header => 4,
             Codec::Recent => 5,
             Codec::Scaled => 6,
+            Codec::Repeated => 7,
         }
     }
 
@@ -77,6 +80,7 @@ impl Codec {
             4 => Ok(Codec::Header),
             5 => Ok(Codec::Recent),
             6 => Ok(Codec::Scaled),
+            7 => Ok(Codec::Repeated),
             t => Err(Error::Corrupt(format!("unknown block codec {t}"))),
         }
     }
@@ -91,6 +95,7 @@ impl Codec {
             Codec::Header => "header",
             Codec::Recent => "recent",
             Codec::Scaled => "scaled",
+            Codec::Repeated => "repeated",
         }
     }
 }
@@ -287,7 +292,8 @@ impl BlockRecord {
             | Codec::Tensor
             | Codec::Header
             | Codec::Recent
-            | Codec::Scaled => self.payload_len < self.raw_len,
+            | Codec::Scaled
+            | Codec::Repeated => self.payload_len < self.raw_len,
         };
         if !ok {
             return Err(Error::Corrupt(format!(

@@ -428,7 +428,19 @@ pub(crate) fn decompress<'a>(
                 Codec::Scaled if header.version >= 10 => {
                     crate::tensor::scaled::decode(&payload, raw_len, header.version, &mut data)?
                 }
-                Codec::Recent | Codec::Scaled => {
+                Codec::Repeated if header.version >= 12 => {
+                    let mut h = Xxh3::new();
+                    let seen = &mut |piece: &[u8]| h.update(piece);
+                    crate::tensor::repeated::decode(
+                        &payload,
+                        raw_len,
+                        header.version,
+                        &mut data,
+                        seen,
+                    )?;
+                    streamed = Some(h.digest());
+                }
+                Codec::Recent | Codec::Scaled | Codec::Repeated => {
                     return Err(Error::Corrupt(format!(
                         "block {index}: codec {} in a version {} archive",
                         rec.codec.name(),

@@ -11,17 +11,18 @@ mod lanes;
 mod legacy;
 mod planes;
 pub mod recent;
+pub mod repeated;
 pub mod rounding;
 pub mod scaled;
 
 pub use detect::{layout, sniff_stream, Kind, Segment};
-pub use planes::{decode, encode, encode_into};
+pub use planes::{decode, encode, encode_append, encode_into};
 
 use crate::error::{Error, Result};
 
-/// Decodes a tensor payload from an archive of format `version` into `out`, replacing what it
-/// held; `seen` gets the output piece by piece, in order, as it is written (`decode` reads the
-/// current version into a new vector).
+/// Decodes a tensor payload from an archive of format `version`, appending it to `out`; `seen`
+/// gets the output piece by piece, in order, as it is written (`decode` reads the current
+/// version into a new vector).
 pub fn decode_version(
     payload: &[u8],
     raw_len: usize,
@@ -32,8 +33,9 @@ pub fn decode_version(
     use planes::Version;
     let layout = match version {
         ..=2 => {
-            *out = legacy::decode(payload, raw_len)?;
-            seen(out);
+            let start = out.len();
+            out.extend_from_slice(&legacy::decode(payload, raw_len)?);
+            seen(&out[start..]);
             return Ok(());
         }
         3 => Version::OneContext,

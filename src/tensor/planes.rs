@@ -1370,6 +1370,12 @@ pub fn encode(data: &[u8], dtype: DType) -> Vec<u8> {
 
 /// `encode` into `out`, replacing what it held (its room is reused).
 pub fn encode_into(data: &[u8], dtype: DType, out: &mut Vec<u8>) {
+    out.clear();
+    encode_to(data, dtype, lanes::Kernel::detect(), Version::Carried, out)
+}
+
+/// `encode`, appended to `out`.
+pub fn encode_append(data: &[u8], dtype: DType, out: &mut Vec<u8>) {
     encode_to(data, dtype, lanes::Kernel::detect(), Version::Carried, out)
 }
 
@@ -1413,6 +1419,7 @@ fn encode_with(data: &[u8], dtype: DType, kernel: lanes::Kernel, version: Versio
     out
 }
 
+/// Appends the payload of `data` to `out`.
 fn encode_to(
     data: &[u8],
     dtype: DType,
@@ -1427,7 +1434,6 @@ fn encode_to(
     let w = dtype.width();
     let n = data.len() / w;
     let tail = &data[n * w..];
-    out.clear();
     // Room for a payload as large as the data (weights take ~0.85 of it): never regrown.
     out.reserve(data.len() + 64);
     out.push(dtype.tag());
@@ -1449,9 +1455,9 @@ pub fn decode(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
     decode_with(payload, raw_len, lanes::Kernel::detect(), Version::Carried)
 }
 
-/// Decodes a payload laid out as `version` (the layout its archive's format version gives)
-/// into `out`, replacing what it held; `seen` gets the output piece by piece, in order, as it
-/// is written (while it is still in cache).
+/// Decodes a payload laid out as `version` (the layout its archive's format version gives),
+/// appending it to `out`; `seen` gets the output piece by piece, in order, as it is written
+/// (while it is still in cache).
 pub(super) fn decode_as(
     payload: &[u8],
     raw_len: usize,
@@ -1502,7 +1508,6 @@ fn decode_into(
         .get(5..5 + tail_len)
         .ok_or_else(|| bad("tail cut short"))?;
     let body = &rest[5 + tail_len..];
-    out.clear();
     out.reserve(raw_len);
     let c = version;
     match dtype {
@@ -1572,7 +1577,9 @@ mod tests {
                     pieces += 1;
                 };
                 decode_as(&packed, data.len(), v, &mut out, see).unwrap();
-                assert_eq!(out, data);
+                // Appended to what the buffer held.
+                assert_eq!(out[..3], [9; 3]);
+                assert_eq!(out[3..], data);
                 assert_eq!(seen, data);
                 assert!(pieces > 1);
             }
