@@ -257,7 +257,11 @@ pub fn code_block(
                 cut > 0 && (p.len() as f64) < SCALED_MARGIN * part as f64
             }) || repeated
                 .as_ref()
-                .is_some_and(|r| (r.payload.len() as f64) < REPEATED_MARGIN * r.plain_estimate);
+                .and_then(|r| {
+                    r.plain_estimate
+                        .map(|e| (r.payload.len() as f64) < REPEATED_MARGIN * e)
+                })
+                .unwrap_or(false);
             if !sure {
                 tensor::encode_into(data, dtype, &mut spare);
                 best.consider(Codec::Tensor, spare);

@@ -118,8 +118,9 @@ pub struct Coded {
     /// The payload.
     pub payload: Vec<u8>,
     /// The tensor codec's size for the whole block predicted from its size for the plain
-    /// values (bytes).
-    pub plain_estimate: f64,
+    /// values (bytes); none where many hits are zeros, which that codec codes below its
+    /// average.
+    pub plain_estimate: Option<f64>,
 }
 
 thread_local! {
@@ -162,15 +163,23 @@ fn encode_w<const W: usize>(
     let mut list = List::new(SIZE);
     let mut events: Vec<(u32, u16)> = Vec::new();
     plain.reserve(n * W);
-    let (mut gap, mut hits) = (0u32, 0usize);
+    let (mut gap, mut hits, mut zero_hits) = (0u32, 0usize, 0usize);
+    // A zero (either sign) is left to the tensor codec, whose own symbol codes scattered zeros
+    // better than a hit, unless the value before it was a zero too (runs: dead channels).
+    let magnitude = u64::MAX >> (65 - 8 * W as u32);
+    let mut after_zero = false;
     for bytes in data[..n * W].chunks_exact(W) {
         let v = read::<W>(bytes);
-        if recent.see(v) == 3 {
+        let zero = v & magnitude == 0;
+        let eligible = !zero || after_zero;
+        after_zero = zero;
+        if eligible && recent.see(v) == 3 {
             if let Some(j) = list.find(v) {
                 list.hit(j);
                 events.push((gap, symbol(gap, j + 1, SIZE)));
                 gap = 0;
                 hits += 1;
+                zero_hits += usize::from(zero);
                 continue;
             }
             list.keep(v);
@@ -217,7 +226,7 @@ fn encode_w<const W: usize>(
     let m = plain.len() / W;
     Ok(Coded {
         payload: out,
-        plain_estimate: inner as f64 * n as f64 / m.max(1) as f64,
+        plain_estimate: (4 * zero_hits <= hits).then(|| inner as f64 * n as f64 / m.max(1) as f64),
     })
 }
 
@@ -472,6 +481,19 @@ mod tests {
             .collect();
         assert_eq!(roundtrip(&data, DType::F32), None);
         assert_eq!(roundtrip(&data[..1000], DType::F32), None);
+        // Scattered zeros stay with the tensor codec; runs of them (dead channels) are hits.
+        let mut x = 4;
+        let sparse: Vec<u8> = data
+            .chunks_exact(4)
+            .enumerate()
+            .flat_map(|(i, v)| match (xorshift(&mut x) % 20, i % 1000 < 200) {
+                (_, true) if i > 8000 => [0; 4],
+                (0, _) => [0; 4],
+                _ => v.try_into().unwrap(),
+            })
+            .collect();
+        assert_eq!(roundtrip(&sparse[..8000 * 4], DType::F32), None);
+        assert!(roundtrip(&sparse, DType::F32).is_some());
         assert!(encode_chosen(&data, DType::BF16, Vec::new()).is_err());
     }
 
