@@ -83,26 +83,26 @@ impl List {
 
 /// Recently seen values with how often they were seen (1, 2, or 3 and more), one per slot of
 /// a table small enough to stay in cache; a value takes its slot from the one there before.
-struct Recent {
+struct Sightings {
     keys: Vec<u64>,
     seen: Vec<u8>,
 }
 
-/// Slots of `Recent` (a value recurring within a few hundred others keeps its slot).
-const RECENT_BITS: u32 = 14;
+/// Slots of `Sightings` (a value recurring within a few hundred others keeps its slot).
+const SIGHT_BITS: u32 = 14;
 
-impl Recent {
+impl Sightings {
     fn new() -> Self {
-        Recent {
-            keys: vec![0; 1 << RECENT_BITS],
-            seen: vec![0; 1 << RECENT_BITS],
+        Sightings {
+            keys: vec![0; 1 << SIGHT_BITS],
+            seen: vec![0; 1 << SIGHT_BITS],
         }
     }
 
     /// How often `v` was seen, counting this time (at most 3; 1 if it had lost its slot).
     #[inline(always)]
     fn see(&mut self, v: u64) -> u8 {
-        let at = (v.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - RECENT_BITS)) as usize;
+        let at = (v.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SIGHT_BITS)) as usize;
         let n = match self.keys[at] == v && self.seen[at] > 0 {
             true => (self.seen[at] + 1).min(3),
             false => 1,
@@ -159,7 +159,7 @@ fn encode_w<const W: usize>(
     }
     // A value is kept when seen a third time (a pair of equal values is common by chance
     // alone), and hit while in the list.
-    let mut recent = Recent::new();
+    let mut sightings = Sightings::new();
     let mut list = List::new(SIZE);
     let mut events: Vec<(u32, u16)> = Vec::new();
     plain.reserve(n * W);
@@ -173,7 +173,7 @@ fn encode_w<const W: usize>(
         let zero = v & magnitude == 0;
         let eligible = !zero || after_zero;
         after_zero = zero;
-        if eligible && recent.see(v) == 3 {
+        if eligible && sightings.see(v) == 3 {
             if let Some(j) = list.find(v) {
                 list.hit(j);
                 events.push((gap, symbol(gap, j + 1, SIZE)));
