@@ -221,6 +221,14 @@ fn run_ordered<J: Send, R: Send>(
 
 fn noop(_: u64) {}
 
+/// Runs `decode`, which hands its output over piece by piece as it writes it, and returns
+/// the output's xxh3-64.
+fn hashed(decode: impl FnOnce(&mut dyn FnMut(&[u8])) -> Result<()>) -> Result<u64> {
+    let mut h = Xxh3::new();
+    decode(&mut |piece| h.update(piece))?;
+    Ok(h.digest())
+}
+
 /// Compresses `input` into `output` as a complete archive.
 pub(crate) fn compress<'a>(
     input: &mut impl Source<'a>,
@@ -407,16 +415,15 @@ pub(crate) fn decompress<'a>(
                     blocks.give(std::mem::replace(&mut data, decoded));
                 }
                 Codec::Tensor => {
-                    let mut h = Xxh3::new();
-                    let seen = &mut |piece: &[u8]| h.update(piece);
-                    crate::tensor::decode_version(
-                        &payload,
-                        raw_len,
-                        header.version,
-                        &mut data,
-                        seen,
-                    )?;
-                    streamed = Some(h.digest());
+                    streamed = Some(hashed(|seen| {
+                        crate::tensor::decode_version(
+                            &payload,
+                            raw_len,
+                            header.version,
+                            &mut data,
+                            seen,
+                        )
+                    })?);
                 }
                 Codec::Header => {
                     let decoded = crate::tensor::header::decode(&payload, raw_len)?;
@@ -429,16 +436,15 @@ pub(crate) fn decompress<'a>(
                     crate::tensor::scaled::decode(&payload, raw_len, header.version, &mut data)?
                 }
                 Codec::Repeated if header.version >= 12 => {
-                    let mut h = Xxh3::new();
-                    let seen = &mut |piece: &[u8]| h.update(piece);
-                    crate::tensor::repeated::decode(
-                        &payload,
-                        raw_len,
-                        header.version,
-                        &mut data,
-                        seen,
-                    )?;
-                    streamed = Some(h.digest());
+                    streamed = Some(hashed(|seen| {
+                        crate::tensor::repeated::decode(
+                            &payload,
+                            raw_len,
+                            header.version,
+                            &mut data,
+                            seen,
+                        )
+                    })?);
                 }
                 Codec::Recent | Codec::Scaled | Codec::Repeated => {
                     return Err(Error::Corrupt(format!(
