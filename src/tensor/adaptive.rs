@@ -312,6 +312,25 @@ impl<'a> Fields<'a> {
         let b = self.take(4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
+
+    /// The value count and tail (the bytes after the last whole value) of an array of
+    /// `width`-byte values that must take `raw_len` bytes.
+    pub(super) fn values_and_tail(
+        &mut self,
+        width: usize,
+        raw_len: usize,
+    ) -> Result<(usize, &'a [u8])> {
+        let n = self.u32()? as usize;
+        let t = self.take(1)?[0] as usize;
+        let tail = self.take(t)?;
+        if t >= width || n.checked_mul(width).and_then(|b| b.checked_add(t)) != Some(raw_len) {
+            return Err(Error::Corrupt(format!(
+                "{} block: length does not match its record",
+                self.what
+            )));
+        }
+        Ok((n, tail))
+    }
 }
 
 #[cfg(test)]

@@ -73,15 +73,25 @@ impl Word for u32 {
 }
 
 /// Appends bits LSB-first.
-struct BitWriter<'a> {
+pub(super) struct BitWriter<'a> {
     out: &'a mut Vec<u8>,
     acc: u128,
     fill: u32,
 }
 
-impl BitWriter<'_> {
+impl<'a> BitWriter<'a> {
+    /// A writer appending to `out`.
+    pub(super) fn new(out: &'a mut Vec<u8>) -> Self {
+        BitWriter {
+            out,
+            acc: 0,
+            fill: 0,
+        }
+    }
+
+    /// Appends the low `n` (at most 64) bits of `v`, which has no bits above them.
     #[inline(always)]
-    fn put(&mut self, v: u64, n: u32) {
+    pub(super) fn put(&mut self, v: u64, n: u32) {
         self.acc |= (v as u128) << self.fill;
         self.fill += n;
         if self.fill >= 64 {
@@ -91,15 +101,17 @@ impl BitWriter<'_> {
         }
     }
 
-    fn finish(self) {
+    /// Writes the bits left, the last byte zero-padded.
+    pub(super) fn finish(self) {
         let bytes = self.fill.div_ceil(8) as usize;
         self.out
             .extend_from_slice(&(self.acc as u64).to_le_bytes()[..bytes]);
     }
 }
 
-/// Reads bits LSB-first; reading past the end yields zeros and is reported by `finish`.
-struct BitReader<'a> {
+/// Reads bits LSB-first; reading past the end yields zeros: `overrun` tells a load that came
+/// up short of a read, `consumed` counts bytes past the end otherwise.
+pub(super) struct BitReader<'a> {
     data: &'a [u8],
     pos: usize,
     acc: u128,
@@ -108,7 +120,8 @@ struct BitReader<'a> {
 }
 
 impl<'a> BitReader<'a> {
-    fn new(data: &'a [u8]) -> Self {
+    /// A reader of `data` from its first bit.
+    pub(super) fn new(data: &'a [u8]) -> Self {
         BitReader {
             data,
             pos: 0,
@@ -118,8 +131,20 @@ impl<'a> BitReader<'a> {
         }
     }
 
+    /// Whether a read went past the end of the data.
+    pub(super) fn overrun(&self) -> bool {
+        self.overrun
+    }
+
+    /// Bytes of the data holding the bits read so far (the last one maybe in part), if no
+    /// read overran: every load but the last then took 8 bytes, and the last at least one.
+    pub(super) fn consumed(&self) -> usize {
+        (64 * self.pos.div_ceil(8) - self.fill as usize).div_ceil(8)
+    }
+
+    /// The next `n` (at most 64) bits.
     #[inline(always)]
-    fn get(&mut self, n: u32) -> u64 {
+    pub(super) fn get(&mut self, n: u32) -> u64 {
         if self.fill < n {
             let mut b = [0u8; 8];
             let take = self.data.len().saturating_sub(self.pos).min(8);
@@ -819,6 +844,40 @@ mod tests {
                 assert_eq!(back, w);
             }
         }
+    }
+
+    #[test]
+    fn bit_fields_read_back_and_count_their_bytes() {
+        let mut out = vec![7u8];
+        let mut w = BitWriter::new(&mut out);
+        let fields = [
+            (5u64, 3u32),
+            (0x1_2345, 17),
+            (1, 1),
+            (0xdead_beef_f00d, 48),
+            (3, 2),
+        ];
+        for &(v, n) in &fields {
+            w.put(v, n);
+        }
+        w.finish();
+        // 71 bits: 9 bytes after the one already there.
+        assert_eq!(out.len(), 10);
+        let mut r = BitReader::new(&out[1..]);
+        for (k, &(v, n)) in fields.iter().enumerate() {
+            assert_eq!(r.get(n), v);
+            let bits: u32 = fields[..=k].iter().map(|f| f.1).sum();
+            assert_eq!(r.consumed(), bits.div_ceil(8) as usize);
+        }
+        assert!(!r.overrun());
+        // Past the end: zeros, counted past the data's bytes, or an overrun where a load
+        // comes up short of the read.
+        assert_eq!(r.get(8), 0);
+        assert_eq!(r.consumed(), 10);
+        assert!(!r.overrun());
+        let mut short = BitReader::new(&out[1..3]);
+        assert_eq!(short.get(20), 5 | 0x345 << 3);
+        assert!(short.overrun());
     }
 
     #[test]

@@ -1354,8 +1354,9 @@ fn join_all [const W: usize, const EB: u32, const S: bool, const Z: bool, R: ibp
 }
 }
 
+/// The first `W` bytes of `v` as a little-endian integer.
 #[inline(always)]
-fn read<const W: usize>(v: &[u8]) -> u64 {
+pub(super) fn read<const W: usize>(v: &[u8]) -> u64 {
     let mut b = [0u8; 8];
     b[..W].copy_from_slice(&v[..W]);
     u64::from_le_bytes(b)

@@ -9,6 +9,7 @@
 
 use super::adaptive::STATES;
 use super::adaptive::{batch_end, Fields, Table, MAX_BATCH};
+use super::planes::read;
 use super::DType;
 use crate::coder::rans;
 use crate::error::{Error, Result};
@@ -233,13 +234,6 @@ fn table(size: usize, decoder: bool) -> Table {
     Table::new(2 * size + 1, 1, decoder)
 }
 
-#[inline(always)]
-fn read<const W: usize>(v: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    b[..W].copy_from_slice(&v[..W]);
-    u64::from_le_bytes(b)
-}
-
 /// The cache size predicted to code `data` (an array of `dtype`) smallest in this mode, if
 /// its predicted size is below `limit` bytes; `miss_bits` is the predicted cost of a miss.
 pub fn choose(data: &[u8], dtype: DType, miss_bits: f64, limit: usize) -> Option<usize> {
@@ -358,12 +352,7 @@ pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -
     let mut f = Fields::new(payload, "recent-values");
     let dtype = DType::from_tag(f.take(1)?[0])?;
     let w = dtype.width();
-    let n = f.u32()? as usize;
-    let t = f.take(1)?[0] as usize;
-    let tail = f.take(t)?;
-    if t >= w || n.checked_mul(w).and_then(|b| b.checked_add(t)) != Some(raw_len) {
-        return Err(corrupt("length does not match its record"));
-    }
+    let (n, tail) = f.values_and_tail(w, raw_len)?;
     let s = f.take(2)?;
     let size = u16::from_le_bytes([s[0], s[1]]) as usize;
     if !(1..=MAX_SIZE).contains(&size) {

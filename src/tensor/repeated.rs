@@ -13,6 +13,8 @@
 //! then the rANS stream of the event symbols.
 
 use super::adaptive::{batch_end, Fields, Table, STATES};
+use super::ibp::{BitReader, BitWriter};
+use super::planes::read;
 use super::DType;
 use crate::coder::rans;
 use crate::error::{Error, Result};
@@ -34,13 +36,6 @@ const MIN_VALUES: usize = 1024;
 fn symbol(gap: u32, kind: usize, size: usize) -> u16 {
     let class = (u32::BITS - gap.leading_zeros()) as usize;
     (class * (size + 1) + kind) as u16
-}
-
-#[inline(always)]
-fn read<const W: usize>(v: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    b[..W].copy_from_slice(&v[..W]);
-    u64::from_le_bytes(b)
 }
 
 /// The most recently used values, most recent first.
@@ -130,7 +125,8 @@ thread_local! {
 }
 
 /// Codes `data`, an array of `dtype` (f32 or f64), in this layer if at least `HITS_MIN` of
-/// its values are hits of values other than zero; the payload takes the room of `out` (given back if not).
+/// its values are hits of values other than zero; the payload takes the room of `out` (given
+/// back if not).
 pub fn encode_chosen(
     data: &[u8],
     dtype: DType,
@@ -211,16 +207,18 @@ fn encode_w<const W: usize>(
     super::encode_append(plain, dtype, &mut out);
     let inner = out.len() - at - 4;
     out[at..at + 4].copy_from_slice(&(inner as u32).to_le_bytes());
-    let mut bits = Bits::default();
+    let at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    let mut bits = BitWriter::new(&mut out);
     for &(gap, _) in &events {
         if gap > 1 {
             let len = u32::BITS - gap.leading_zeros();
-            bits.put(gap & !(1 << (len - 1)), len - 1);
+            bits.put((gap & !(1 << (len - 1))) as u64, len - 1);
         }
     }
-    let raw = bits.finish();
-    out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
-    out.extend_from_slice(&raw);
+    bits.finish();
+    let raw = out.len() - at - 4;
+    out[at..at + 4].copy_from_slice(&(raw as u32).to_le_bytes());
     let syms: Vec<u16> = events.iter().map(|&(_, s)| s).collect();
     let mut tab = Table::new(CLASSES * (SIZE + 1), CLASSES * (SIZE + 1), false);
     let mut enc = rans::Encoder::new(syms.len(), STATES);
@@ -231,61 +229,6 @@ fn encode_w<const W: usize>(
         payload: out,
         plain_estimate: (4 * zero_hits <= hits).then(|| inner as f64 * n as f64 / m.max(1) as f64),
     })
-}
-
-/// Writes bit fields least significant bit first.
-#[derive(Default)]
-struct Bits {
-    out: Vec<u8>,
-    acc: u64,
-    len: u32,
-}
-
-impl Bits {
-    /// Appends the low `len` (at most 32) bits of `v`.
-    fn put(&mut self, v: u32, len: u32) {
-        self.acc |= (v as u64) << self.len;
-        self.len += len;
-        while self.len >= 8 {
-            self.out.push(self.acc as u8);
-            self.acc >>= 8;
-            self.len -= 8;
-        }
-    }
-
-    fn finish(mut self) -> Vec<u8> {
-        if self.len > 0 {
-            self.out.push(self.acc as u8);
-        }
-        self.out
-    }
-}
-
-/// Reads what `Bits` wrote.
-struct BitReader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-    acc: u64,
-    len: u32,
-}
-
-impl BitReader<'_> {
-    /// The next `len` (at most 32) bits.
-    fn take(&mut self, len: u32) -> Result<u32> {
-        while self.len < len {
-            let b = *self
-                .bytes
-                .get(self.at)
-                .ok_or_else(|| corrupt("gap bits run out"))?;
-            self.acc |= (b as u64) << self.len;
-            self.at += 1;
-            self.len += 8;
-        }
-        let v = (self.acc & ((1u64 << len) - 1)) as u32;
-        self.acc >>= len;
-        self.len -= len;
-        Ok(v)
-    }
 }
 
 fn corrupt(what: &str) -> Error {
@@ -307,12 +250,7 @@ pub fn decode(
     if w < 4 {
         return Err(corrupt("not a 4- or 8-byte type"));
     }
-    let n = f.u32()? as usize;
-    let t = f.take(1)?[0] as usize;
-    let tail = f.take(t)?;
-    if t >= w || n.checked_mul(w).and_then(|b| b.checked_add(t)) != Some(raw_len) {
-        return Err(corrupt("length does not match its record"));
-    }
+    let (n, tail) = f.values_and_tail(w, raw_len)?;
     let size = f.take(1)?[0] as usize;
     if !(1..=MAX_SIZE).contains(&size) {
         return Err(corrupt("bad list size"));
@@ -343,18 +281,13 @@ pub fn decode(
     if out.len() != n * w {
         return Err(corrupt("plain values do not fill the block"));
     }
-    let mut bits = BitReader {
-        bytes: raw,
-        at: 0,
-        acc: 0,
-        len: 0,
-    };
+    let mut bits = BitReader::new(raw);
     match w {
         4 => expand::<4>(&syms, size, &mut bits, room, out, seen)?,
         _ => expand::<8>(&syms, size, &mut bits, room, out, seen)?,
     }
-    if bits.at != raw.len() {
-        return Err(corrupt("gap bits left over"));
+    if bits.overrun() || bits.consumed() != raw.len() {
+        return Err(corrupt("gap bits do not match the events"));
     }
     out.extend_from_slice(tail);
     seen(tail);
@@ -382,7 +315,7 @@ fn expand<const W: usize>(
         let (class, kind) = (s as usize / (size + 1), s as usize % (size + 1));
         let gap = match class {
             0 | 1 => class,
-            c => (1usize << (c - 1)) | bits.take(c as u32 - 1)? as usize,
+            c => (1usize << (c - 1)) | bits.get(c as u32 - 1) as usize,
         };
         let len = gap
             .checked_mul(W)

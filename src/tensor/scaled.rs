@@ -714,12 +714,7 @@ fn values<const W: usize, const F: u8>(
 ) -> Result<()> {
     let form = const { form_of(F) };
     let minus_zero = form.minus_zero();
-    let n = f.u32()? as usize;
-    let t = f.take(1)?[0] as usize;
-    let tail = f.take(t)?;
-    if t >= W || n.checked_mul(W).and_then(|b| b.checked_add(t)) != Some(raw_len) {
-        return Err(corrupt("length does not match its record"));
-    }
+    let (n, tail) = f.values_and_tail(W, raw_len)?;
     let count = f.u32()? as usize;
     if count > n {
         return Err(corrupt("more scales than values"));
