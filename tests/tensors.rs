@@ -248,12 +248,7 @@ fn dequantized_weights_take_their_codecs() {
         let step = (archive.len() / 200).max(1);
         damage_fails_cleanly(d, &archive, (0..archive.len()).step_by(step), 0x10);
         // Relabelled as version 9 (header checksum redone), which had neither codec: refused.
-        let (mut h, len) = sep::format::Header::read(&mut &archive[..]).unwrap();
-        h.version = 9;
-        let mut relabelled = h.to_bytes();
-        relabelled.extend_from_slice(&archive[len as usize..]);
-        let err =
-            sep::decompress(&relabelled[..], Vec::new(), &sep::Options::default()).unwrap_err();
+        let err = relabelled_error(&archive, 9);
         assert!(
             err.to_string().contains("in a version 9 archive"),
             "{name}: {err}"
@@ -261,11 +256,7 @@ fn dequantized_weights_take_their_codecs() {
     }
     // A bf16 block of scaled integers relabelled as version 10 (f32 only then): refused.
     let archive = fs::read(d.join("deq8.bf16.safetensors.sep")).unwrap();
-    let (mut h, len) = sep::format::Header::read(&mut &archive[..]).unwrap();
-    h.version = 10;
-    let mut relabelled = h.to_bytes();
-    relabelled.extend_from_slice(&archive[len as usize..]);
-    let err = sep::decompress(&relabelled[..], Vec::new(), &sep::Options::default()).unwrap_err();
+    let err = relabelled_error(&archive, 10);
     assert!(
         err.to_string().contains("bf16 in a version 10 archive"),
         "{err}"
@@ -325,11 +316,7 @@ fn repeated_values_take_their_codec() {
     let step = (archive.len() / 150).max(1);
     damage_fails_cleanly(d, &archive, (0..archive.len()).step_by(step), 0x10);
     // Relabelled as version 11 (header checksum redone), which had no such codec: refused.
-    let (mut h, len) = sep::format::Header::read(&mut &archive[..]).unwrap();
-    h.version = 11;
-    let mut relabelled = h.to_bytes();
-    relabelled.extend_from_slice(&archive[len as usize..]);
-    let err = sep::decompress(&relabelled[..], Vec::new(), &sep::Options::default()).unwrap_err();
+    let err = relabelled_error(&archive, 11);
     assert!(err.to_string().contains("in a version 11 archive"), "{err}");
 }
 
@@ -371,6 +358,16 @@ fn damage_fails_cleanly(
         assert!(!r.stderr.contains("panicked"), "byte {i}: {}", r.stderr);
         assert!(!d.join("bad").exists(), "partial output left for byte {i}");
     }
+}
+
+/// The error decoding `archive` gives once its header claims format `version` (the header's
+/// checksum redone).
+fn relabelled_error(archive: &[u8], version: u16) -> sep::Error {
+    let (mut h, len) = sep::format::Header::read(&mut &archive[..]).unwrap();
+    h.version = version;
+    let mut relabelled = h.to_bytes();
+    relabelled.extend_from_slice(&archive[len as usize..]);
+    sep::decompress(&relabelled[..], Vec::new(), &sep::Options::default()).unwrap_err()
 }
 
 /// The archives and originals kept for the tests (`tests/data`).
@@ -508,12 +505,8 @@ fn the_trailer_checksum_follows_the_version() {
     // Version 9 checksums the blocks' checksums where version 8 checksummed all the data: the
     // version 8 archive relabelled as version 9 (header checksum redone) must fail on it.
     let a = fs::read(test_data().join("v8-tensor.bf16.sep")).unwrap();
-    let (mut h, len) = sep::format::Header::read(&mut &a[..]).unwrap();
-    assert_eq!(h.version, 8);
-    h.version = 9;
-    let mut relabelled = h.to_bytes();
-    relabelled.extend_from_slice(&a[len as usize..]);
-    let err = sep::decompress(&relabelled[..], Vec::new(), &sep::Options::default()).unwrap_err();
+    assert_eq!(sep::format::Header::read(&mut &a[..]).unwrap().0.version, 8);
+    let err = relabelled_error(&a, 9);
     assert!(err.to_string().contains("whole file"), "{err}");
     // Unchanged, it decodes.
     let mut back = Vec::new();
