@@ -104,12 +104,7 @@ fn empty_and_tiny_inputs() {
 fn incompressible_data_is_stored_with_small_overhead() {
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
     let data: Vec<u8> = (0..300_000)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
+        .map(|_| (xorshift(&mut x) >> 24) as u8)
         .collect();
     let a = round_trip(&data, &["--block-size", "100K"]);
     // 3 blocks: constant header/trailer plus a few dozen bytes per block.

@@ -7,6 +7,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
+/// Next value of the xorshift64 generator with state `x` (test data, reproducible).
+pub fn xorshift(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
 /// Result of one run of the binary.
 pub struct Run {
     pub code: i32,

@@ -158,12 +158,7 @@ fn npy_and_raw_arrays_round_trip() {
 /// random values instead (a codebook, not multiples of a scale).
 fn dequantized(rows: usize, levels: u64, per_row: bool, bf16: bool, palette: bool) -> Vec<u8> {
     let mut x = 0x9e37_79b9_u64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x >> 11
-    };
+    let mut next = move || xorshift(&mut x) >> 11;
     let (mut header, mut data) = (String::from("{"), Vec::new());
     for t in 0..2 {
         let start = data.len();
@@ -194,10 +189,7 @@ fn dequantized(rows: usize, levels: u64, per_row: bool, bf16: bool, palette: boo
         );
     }
     header.push('}');
-    let mut out = (header.len() as u64).to_le_bytes().to_vec();
-    out.extend_from_slice(header.as_bytes());
-    out.extend_from_slice(&data);
-    out
+    safetensors(&header, &data)
 }
 
 #[test]
@@ -263,16 +255,19 @@ fn dequantized_weights_take_their_codecs() {
     );
 }
 
+/// A safetensors file of `header` (JSON text) and the tensors' bytes `data`.
+fn safetensors(header: &str, data: &[u8]) -> Vec<u8> {
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
 /// A safetensors file of one f32 classifier layer, `rows` by 3000: the columns of never-trained
 /// classes (one in 40) share one value per row, the others are distinct weights.
 fn classifier(rows: usize) -> Vec<u8> {
     let mut x = 0x2545_f491_u64;
-    let mut unit = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        (x >> 11) as f32 / (1u64 << 53) as f32
-    };
+    let mut unit = move || (xorshift(&mut x) >> 11) as f32 / (1u64 << 53) as f32;
     let mut data = Vec::new();
     for _ in 0..rows {
         let shared = (unit() - 0.5) * 0.1;
@@ -288,10 +283,7 @@ fn classifier(rows: usize) -> Vec<u8> {
         "{{\"fc.weight\":{{\"dtype\":\"F32\",\"shape\":[{rows},3000],\"data_offsets\":[0,{}]}}}}",
         data.len()
     );
-    let mut out = (header.len() as u64).to_le_bytes().to_vec();
-    out.extend_from_slice(header.as_bytes());
-    out.extend_from_slice(&data);
-    out
+    safetensors(&header, &data)
 }
 
 #[test]
@@ -394,12 +386,7 @@ fn fixture_decodes_to(original: &[u8], archive: &str) {
 /// of the archive made from them: a block long enough for every rule of the block's counts.
 fn generated_bf16() -> Vec<u8> {
     let mut x = 0x5eed_u64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        (x >> 11) as f64 / (1u64 << 53) as f64
-    };
+    let mut next = move || (xorshift(&mut x) >> 11) as f64 / (1u64 << 53) as f64;
     let mut out = Vec::new();
     for _ in 0..192 {
         let scale = 0.002 + 0.2 * next() * next();
