@@ -203,11 +203,7 @@ macro_rules! pack_body {
             ($words, $bits, $mask, $value, $out);
         let keep = !mask & width_mask(bits);
         let k = keep.count_ones();
-        let mut w = BitWriter {
-            out,
-            acc: 0,
-            fill: 0,
-        };
+        let mut w = BitWriter::new(out);
         for &x in words {
             if (x ^ value) & mask == 0 {
                 if k > 0 {
@@ -418,11 +414,7 @@ impl Packer {
                 out.push(0);
                 let done = pack_plain_fast(chunk, bits, out, bmi2);
                 // From a byte boundary on (whole vectors of words end on one).
-                let mut w = BitWriter {
-                    out: &mut *out,
-                    acc: 0,
-                    fill: 0,
-                };
+                let mut w = BitWriter::new(&mut *out);
                 // As many words per write as fit in 64 bits.
                 let per = (64 / bits).max(1) as usize;
                 for part in chunk[done..].chunks(per) {
