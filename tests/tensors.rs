@@ -287,6 +287,39 @@ fn classifier(rows: usize) -> Vec<u8> {
 }
 
 #[test]
+fn transform_bases_take_the_copies_codec() {
+    // A windowed cosine and sine basis (an audio model's STFT) and a trained-like tensor after
+    // it: the basis goes to the copies codec, at under 60% of zstd -19's size.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let basis = stft_basis(128);
+    let mut x = 0x1234_u64;
+    let mut data = basis.clone();
+    for _ in 0..20_000 {
+        let w = ((xorshift(&mut x) >> 40) as f32 / (1u32 << 24) as f32 - 0.5) * 0.2;
+        data.extend_from_slice(&w.to_le_bytes());
+    }
+    let header = format!(
+        "{{\"stft\":{{\"dtype\":\"F32\",\"shape\":[130,128],\"data_offsets\":[0,{}]}},\
+         \"w\":{{\"dtype\":\"F32\",\"shape\":[20000],\"data_offsets\":[{},{}]}}}}",
+        basis.len(),
+        basis.len(),
+        data.len()
+    );
+    fs::write(d.join("stft.safetensors"), safetensors(&header, &data)).unwrap();
+    check_file_with(d, "stft.safetensors", &[], " copies ");
+    let info = String::from_utf8(sep(d, &["info", "stft.safetensors.sep"]).stdout).unwrap();
+    let line = info.lines().find(|l| l.contains(" copies ")).unwrap();
+    let archived: usize = line.split_whitespace().nth(4).unwrap().parse().unwrap();
+    let z = zstd::bulk::compress(&basis, 19).unwrap();
+    assert!(
+        5 * archived < 3 * z.len(),
+        "{archived} against zstd -19's {}",
+        z.len()
+    );
+}
+
+#[test]
 fn repeated_values_take_their_codec() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -485,6 +518,13 @@ fn version_8_tensor_archives_still_decode() {
 fn version_11_tensor_archives_still_decode() {
     // Written by the format-version-11 build (c7c6371) from the safetensors file beside it.
     fixture_decodes("v4-tensor.safetensors", "v11-tensor.safetensors.sep");
+}
+
+#[test]
+fn version_12_repeated_values_archives_still_decode() {
+    // Written by the format-version-12 build (72d9cb1) from `classifier(8)`: a block of the
+    // repeated-values codec.
+    fixture_decodes_to(&classifier(8), "v12-repeated.safetensors.sep");
 }
 
 #[test]

@@ -17,8 +17,8 @@ pub const END_MAGIC: [u8; 4] = [b'S', b'E', b'P', 0x89];
 /// and 2 to 4 have no header codec, 6 counts every value of a tensor block, 6 and 7 start
 /// its coder states empty, 1 to 8 checksum all original bytes in the trailer instead of the
 /// blocks' checksums, 1 to 9 have no recent-values or scaled-integers codec, 10 has scaled
-/// integers for f32 only, 1 to 11 no repeated-values codec; otherwise the layout is the same).
-pub const VERSION: u16 = 12;
+/// integers for f32 only, 1 to 11 no repeated-values codec, 1 to 12 no copies codec; otherwise the layout is the same).
+pub const VERSION: u16 = 13;
 /// Largest block size an archive may declare.
 pub const MAX_BLOCK_SIZE: u64 = 1 << 30;
 /// Largest model configuration an archive may declare.
@@ -53,6 +53,9 @@ pub enum Codec {
     Scaled,
     /// Payload is a tensor block whose exactly repeated values are coded apart (version 12).
     Repeated,
+    /// Payload is a tensor block coded as copies of earlier values at row distances, forwards
+    /// or mirrored, and literals (version 13).
+    Copies,
 }
 
 impl Codec {
@@ -67,6 +70,7 @@ impl Codec {
             Codec::Recent => 5,
             Codec::Scaled => 6,
             Codec::Repeated => 7,
+            Codec::Copies => 8,
         }
     }
 
@@ -81,6 +85,7 @@ impl Codec {
             5 => Ok(Codec::Recent),
             6 => Ok(Codec::Scaled),
             7 => Ok(Codec::Repeated),
+            8 => Ok(Codec::Copies),
             t => Err(Error::Corrupt(format!("unknown block codec {t}"))),
         }
     }
@@ -96,6 +101,7 @@ impl Codec {
             Codec::Recent => "recent",
             Codec::Scaled => "scaled",
             Codec::Repeated => "repeated",
+            Codec::Copies => "copies",
         }
     }
 }
@@ -293,7 +299,8 @@ impl BlockRecord {
             | Codec::Header
             | Codec::Recent
             | Codec::Scaled
-            | Codec::Repeated => self.payload_len < self.raw_len,
+            | Codec::Repeated
+            | Codec::Copies => self.payload_len < self.raw_len,
         };
         if !ok {
             return Err(Error::Corrupt(format!(

@@ -446,7 +446,10 @@ pub(crate) fn decompress<'a>(
                         )
                     })?);
                 }
-                Codec::Recent | Codec::Scaled | Codec::Repeated => {
+                Codec::Copies if header.version >= 13 => {
+                    crate::tensor::copies::decode(&payload, raw_len, header.version, &mut data)?
+                }
+                Codec::Recent | Codec::Scaled | Codec::Repeated | Codec::Copies => {
                     return Err(Error::Corrupt(format!(
                         "block {index}: codec {} in a version {} archive",
                         rec.codec.name(),

@@ -280,6 +280,106 @@ impl Table {
     }
 }
 
+/// Adaptive frequencies of a small alphabet in one context of a stream that picks a context
+/// for each symbol, weighted towards the last few dozen symbols (event streams whose mix
+/// changes within a row of values): counts start at 1, grow by `CONTEXT_STEP`, are halved from
+/// `CONTEXT_HALVE` on, and are refitted every `CONTEXT_REFIT` symbols.
+pub(super) struct Context {
+    counts: Vec<u32>,
+    total: u32,
+    /// Slots per symbol, and where each starts (one more entry: the end).
+    freqs: Vec<u32>,
+    starts: Vec<u32>,
+    /// Symbols coded since the last refit.
+    since: u32,
+}
+
+/// Precision of a context's frequencies.
+const CONTEXT_BITS: u32 = 15;
+const CONTEXT_STEP: u32 = 32;
+const CONTEXT_HALVE: u32 = 2048;
+const CONTEXT_REFIT: u32 = 16;
+
+impl Context {
+    /// A context of `symbols` (at most 256), all equally likely to start with.
+    pub(super) fn new(symbols: usize) -> Self {
+        let mut c = Context {
+            counts: vec![1; symbols],
+            total: symbols as u32,
+            freqs: vec![0; symbols],
+            starts: vec![0; symbols + 1],
+            since: 0,
+        };
+        c.refit();
+        c
+    }
+
+    /// Shares the slots out in proportion to the counts, at least one each, the rounding
+    /// left to the first most counted symbol.
+    fn refit(&mut self) {
+        let total = self.total as u64;
+        let mut sum = 0u32;
+        for (f, &c) in self.freqs.iter_mut().zip(&self.counts) {
+            *f = (((c as u64) << CONTEXT_BITS) / total).max(1) as u32;
+            sum += *f;
+        }
+        let top = self.counts.iter().copied().max().unwrap_or(0);
+        let best = self.counts.iter().position(|&c| c == top).unwrap_or(0);
+        // The most counted symbol has at least 2^15 / 256 slots, more than the ones added.
+        self.freqs[best] = (self.freqs[best] + (1 << CONTEXT_BITS)) - sum;
+        let mut at = 0;
+        for (st, &f) in self.starts.iter_mut().zip(&self.freqs) {
+            *st = at;
+            at += f;
+        }
+        self.starts[self.freqs.len()] = at;
+    }
+
+    /// Counts symbol `s`, refitting when due.
+    #[inline(always)]
+    fn update(&mut self, s: usize) {
+        self.counts[s] += CONTEXT_STEP;
+        self.total += CONTEXT_STEP;
+        self.since += 1;
+        if self.since == CONTEXT_REFIT {
+            self.since = 0;
+            if self.total >= CONTEXT_HALVE {
+                self.total = 0;
+                for c in self.counts.iter_mut() {
+                    *c = (*c + 1) >> 1;
+                    self.total += *c;
+                }
+            }
+            self.refit();
+        }
+    }
+
+    /// Queues symbol `s` on state `way` and counts it.
+    #[inline(always)]
+    pub(super) fn put(&mut self, s: usize, way: usize, enc: &mut rans::Encoder) {
+        let sym = Sym {
+            start: self.starts[s],
+            freq: self.freqs[s],
+            bits: CONTEXT_BITS,
+        };
+        enc.put(sym, way);
+        self.update(s);
+    }
+
+    /// Decodes one symbol from state `x` and counts it.
+    #[inline(always)]
+    pub(super) fn get(&mut self, x: &mut u32, words: &mut rans::Words) -> usize {
+        let slot = *x & ((1 << CONTEXT_BITS) - 1);
+        let s = self.starts[1..]
+            .iter()
+            .take_while(|&&st| st <= slot)
+            .count();
+        rans::step(x, CONTEXT_BITS, self.freqs[s], slot - self.starts[s], words);
+        self.update(s);
+        s
+    }
+}
+
 /// Reads the payload's fields in order.
 pub(super) struct Fields<'a> {
     /// What is left to read.

@@ -3,6 +3,7 @@
 
 mod adaptive;
 mod carry;
+pub mod copies;
 mod detect;
 mod fill;
 pub mod header;
