@@ -242,9 +242,17 @@ pub fn code_block(
             let scaled = tensor::scaled::encode_chosen(data, dtype);
             let s = sample(data);
             let share = repeats(&s, dtype.width());
+            // Arrays built from a formula as copies of earlier values, where many windows
+            // repeat and scaled integers did not apply (dequantized weights repeat too).
+            let copies = match scaled.is_none() && share >= COPIES_MIN {
+                true => tensor::copies::encode_chosen(data, dtype),
+                false => None,
+            };
             // Values that recur exactly among mostly distinct ones (never-trained classes, dead
-            // channels), where the sample has them and scaled integers did not apply.
-            let repeated = match scaled.is_none() && (REPEATED_MIN..REPEATED_MAX).contains(&share) {
+            // channels), where the sample has them and neither scaled integers nor copies
+            // applied.
+            let plain = scaled.is_none() && copies.is_none();
+            let repeated = match plain && (REPEATED_MIN..REPEATED_MAX).contains(&share) {
                 true => match tensor::repeated::encode_chosen(data, dtype, spare) {
                     Ok(r) => {
                         spare = Vec::new();
@@ -296,12 +304,8 @@ pub fn code_block(
                 tensor::recent::encode_into(data, dtype, size, &mut p);
                 best.consider(Codec::Recent, p);
             }
-            // Arrays built from a formula as copies of earlier values, where many windows
-            // repeat and scaled integers did not win (dequantized weights repeat too).
-            if share >= COPIES_MIN && best.codec != Codec::Scaled {
-                if let Some(p) = tensor::copies::encode_chosen(data, dtype) {
-                    best.consider(Codec::Copies, p);
-                }
+            if let Some(p) = copies {
+                best.consider(Codec::Copies, p);
             }
             // zstd only where the sample says it could win (structured arrays, runs of
             // repeated values).

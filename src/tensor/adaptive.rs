@@ -301,7 +301,7 @@ const CONTEXT_HALVE: u32 = 2048;
 const CONTEXT_REFIT: u32 = 16;
 
 impl Context {
-    /// A context of `symbols` (at most 256), all equally likely to start with.
+    /// A context of `symbols` (at most 64), all equally likely to start with.
     pub(super) fn new(symbols: usize) -> Self {
         let mut c = Context {
             counts: vec![1; symbols],
@@ -314,18 +314,21 @@ impl Context {
         c
     }
 
-    /// Shares the slots out in proportion to the counts, at least one each, the rounding
-    /// left to the first most counted symbol.
+    /// Shares the slots out in proportion to the counts (through one reciprocal of their
+    /// total), at least one each, the rounding left to the first most counted symbol.
     fn refit(&mut self) {
-        let total = self.total as u64;
+        let scale = (1u64 << (CONTEXT_BITS + 32)) / self.total as u64;
         let mut sum = 0u32;
-        for (f, &c) in self.freqs.iter_mut().zip(&self.counts) {
-            *f = (((c as u64) << CONTEXT_BITS) / total).max(1) as u32;
+        let (mut top, mut best) = (0, 0);
+        for (i, (f, &c)) in self.freqs.iter_mut().zip(&self.counts).enumerate() {
+            *f = ((c as u64 * scale) >> 32).max(1) as u32;
             sum += *f;
+            if c > top {
+                (top, best) = (c, i);
+            }
         }
-        let top = self.counts.iter().copied().max().unwrap_or(0);
-        let best = self.counts.iter().position(|&c| c == top).unwrap_or(0);
-        // The most counted symbol has at least 2^15 / 256 slots, more than the ones added.
+        // The most counted symbol has at least 2^15 / 64 - 1 slots, more than the ones the
+        // floors took or the minimums added.
         self.freqs[best] = (self.freqs[best] + (1 << CONTEXT_BITS)) - sum;
         let mut at = 0;
         for (st, &f) in self.starts.iter_mut().zip(&self.freqs) {

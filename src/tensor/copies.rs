@@ -198,7 +198,9 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType) -> Option<(Vec<u8>, [usiz
     let p = period(n, val, mag) as usize;
     let mut literals: Vec<u8> = Vec::new();
     let (mut last, mut column) = (Last::new(), Last::new());
-    let col_key = |a: u64, i: usize| a ^ ((i % p) as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    // The column (`i mod p`, kept without a division) mixed into the magnitude.
+    let col_key = |a: u64, col: usize| a ^ (col as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    let mut col = 0;
     let mut reps = Reps::new();
     let mut copy: Option<Copy> = None;
     // Events are coded as they are found, the new distances' lower bits kept apart.
@@ -250,7 +252,7 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType) -> Option<(Vec<u8>, [usiz
                 }
             }
             let above = column
-                .get(col_key(a, i))
+                .get(col_key(a, col))
                 .filter(|&j| val(j) & mag == a && (i - j) % p == 0);
             if let Some(j) = above {
                 let d = ((i - j) / p) as u32;
@@ -279,7 +281,11 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType) -> Option<(Vec<u8>, [usiz
         }
         prev = e;
         last.set(a, i);
-        column.set(col_key(a, i), i);
+        column.set(col_key(a, col), i);
+        col += 1;
+        if col == p {
+            col = 0;
+        }
     }
     bits.finish();
     let m = literals.len() / W;
@@ -348,8 +354,8 @@ pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -
     Ok(())
 }
 
-/// Follows `n` events of the stream in `dec`, writing the values (literals from `lits`) to
-/// `out`; returns the decoder for its final check.
+/// Follows `n` events of the stream in `dec`, appending the values (literals from `lits`) to
+/// `out`, which is empty; returns the decoder for its final check.
 fn expand<'a, const W: usize>(
     dec: rans::Decoder<'a>,
     n: usize,
@@ -366,6 +372,8 @@ fn expand<'a, const W: usize>(
     let mut copy: Option<Copy> = None;
     let mut lit = lits.chunks_exact(W);
     let (mut prev, mut k) = (LIT, 0usize);
+    out.resize(n * W, 0);
+    let out = &mut out[..n * W];
     for i in 0..n {
         let e = ctx[prev].get(&mut st[k % STATES], &mut words);
         k += 1;
@@ -432,7 +440,7 @@ fn expand<'a, const W: usize>(
                 read::<W>(lit.next().ok_or_else(|| corrupt("too few literals"))?)
             }
         };
-        out.extend_from_slice(&v.to_le_bytes()[..W]);
+        out[i * W..i * W + W].copy_from_slice(&v.to_le_bytes()[..W]);
         prev = e;
     }
     if lit.next().is_some() {
