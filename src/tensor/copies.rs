@@ -52,18 +52,18 @@ const SLOT_BITS: u32 = 16;
 
 /// The copy being followed: the next source position, its direction and the sign flip.
 #[derive(Clone, Copy)]
-struct Copy {
+struct Follow {
     src: usize,
     back: bool,
     flip: u64,
 }
 
-impl Copy {
+impl Follow {
     /// The copy after its source at `src` was used, if it goes on.
-    fn advance(self) -> Option<Copy> {
+    fn advance(self) -> Option<Follow> {
         match self.back {
-            true => self.src.checked_sub(1).map(|src| Copy { src, ..self }),
-            false => Some(Copy {
+            true => self.src.checked_sub(1).map(|src| Follow { src, ..self }),
+            false => Some(Follow {
                 src: self.src + 1,
                 ..self
             }),
@@ -202,7 +202,7 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType) -> Option<(Vec<u8>, [usiz
     let col_key = |a: u64, col: usize| a ^ (col as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93);
     let mut col = 0;
     let mut reps = Reps::new();
-    let mut copy: Option<Copy> = None;
+    let mut copy: Option<Follow> = None;
     // Events are coded as they are found, the new distances' lower bits kept apart.
     let mut ctx: Vec<Context> = (0..EVENTS).map(|_| Context::new(EVENTS)).collect();
     let mut lengths: Vec<Context> = (0..3).map(|_| Context::new(LENGTHS)).collect();
@@ -235,7 +235,7 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType) -> Option<(Vec<u8>, [usiz
                 let f = (val(j) ^ v) & sign;
                 let next = (i + 1 < n).then(|| val(i + 1) ^ f);
                 if j > 0 && next == Some(val(j - 1)) {
-                    copy = Some(Copy {
+                    copy = Some(Follow {
                         src: j - 1,
                         back: true,
                         flip: f,
@@ -243,7 +243,7 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType) -> Option<(Vec<u8>, [usiz
                     break 'e (BWD + flip(j), (i - j) as u32);
                 }
                 if next == Some(val(j + 1)) {
-                    copy = Some(Copy {
+                    copy = Some(Follow {
                         src: j + 1,
                         back: false,
                         flip: f,
@@ -260,7 +260,7 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType) -> Option<(Vec<u8>, [usiz
                 break 'e (COL + flip(j), d);
             }
             if let Some(j) = prev {
-                copy = Some(Copy {
+                copy = Some(Follow {
                     src: j + 1,
                     back: false,
                     flip: (val(j) ^ v) & sign,
@@ -369,7 +369,7 @@ fn expand<'a, const W: usize>(
     let mut ctx: Vec<Context> = (0..EVENTS).map(|_| Context::new(EVENTS)).collect();
     let mut lengths: Vec<Context> = (0..3).map(|_| Context::new(LENGTHS)).collect();
     let mut reps = Reps::new();
-    let mut copy: Option<Copy> = None;
+    let mut copy: Option<Follow> = None;
     let mut lit = lits.chunks_exact(W);
     let (mut prev, mut k) = (LIT, 0usize);
     out.resize(n * W, 0);
@@ -422,12 +422,12 @@ fn expand<'a, const W: usize>(
                     .ok_or_else(|| corrupt("copy before the start"))?;
                 let f = flip(e, if e < BWD { FWD } else { BWD });
                 copy = match e < BWD {
-                    true => Some(Copy {
+                    true => Some(Follow {
                         src: s + 1,
                         back: false,
                         flip: f,
                     }),
-                    false => s.checked_sub(1).map(|src| Copy {
+                    false => s.checked_sub(1).map(|src| Follow {
                         src,
                         back: true,
                         flip: f,
