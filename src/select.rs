@@ -325,8 +325,9 @@ pub fn code_block(
                 (Codec::Copies, false) => COPIES_REACH,
                 _ => 1.0,
             };
-            let zf = zstd_fraction(&s, ZSTD_LEVEL);
-            if !hopeless && zf * (data.len() as f64) < reach * best.len() as f64 {
+            if !hopeless
+                && zstd_fraction(&s, ZSTD_LEVEL) * (data.len() as f64) < reach * best.len() as f64
+            {
                 if let Some(z) = zstd_strong(data) {
                     best.consider(Codec::Zstd, z);
                 }
