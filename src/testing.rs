@@ -1,4 +1,5 @@
-//! Helpers shared by the unit tests.
+//! Test data generators shared by the unit tests and (through `tests/common.rs`) the
+//! end-to-end tests.
 
 /// Next value of a xorshift64 generator (deterministic test data; `x` must not be 0).
 pub fn xorshift(x: &mut u64) -> u64 {

@@ -383,6 +383,25 @@ impl Context {
     }
 }
 
+/// Appends a field of a `u32` length and the bytes `write` appends after it (`Fields::prefixed`
+/// reads it); returns their count.
+pub(super) fn put_prefixed(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) -> usize {
+    let at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    write(out);
+    let len = out.len() - at - 4;
+    out[at..at + 4].copy_from_slice(&(len as u32).to_le_bytes());
+    len
+}
+
+/// Appends the value count `n` and the `tail` (the bytes after the last whole value) of an
+/// array, as `Fields::values_and_tail` reads them.
+pub(super) fn put_values_and_tail(out: &mut Vec<u8>, n: usize, tail: &[u8]) {
+    out.extend_from_slice(&(n as u32).to_le_bytes());
+    out.push(tail.len() as u8);
+    out.extend_from_slice(tail);
+}
+
 /// Reads the payload's fields in order.
 pub(super) struct Fields<'a> {
     /// What is left to read.
@@ -414,6 +433,12 @@ impl<'a> Fields<'a> {
     pub(super) fn u32(&mut self) -> Result<u32> {
         let b = self.take(4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// The next field of a `u32` length and that many bytes (`put_prefixed`'s).
+    pub(super) fn prefixed(&mut self) -> Result<&'a [u8]> {
+        let n = self.u32()? as usize;
+        self.take(n)
     }
 
     /// The value count and tail (the bytes after the last whole value) of an array of

@@ -14,7 +14,7 @@
 //! length (`u32`) + the distances' raw bits (least significant first), then the rANS stream of
 //! the events and distance lengths in value order.
 
-use super::adaptive::{Context, Fields, STATES};
+use super::adaptive::{put_prefixed, put_values_and_tail, Context, Fields, STATES};
 use super::ibp::{BitReader, BitWriter};
 use super::planes::read;
 use super::DType;
@@ -295,18 +295,11 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType) -> Option<(Vec<u8>, [usiz
     let tail = &data[n * W..];
     let mut out = Vec::new();
     out.push(dtype.tag());
-    out.extend_from_slice(&(n as u32).to_le_bytes());
-    out.push(tail.len() as u8);
-    out.extend_from_slice(tail);
+    put_values_and_tail(&mut out, n, tail);
     out.extend_from_slice(&(p as u32).to_le_bytes());
     out.extend_from_slice(&(m as u32).to_le_bytes());
-    let at = out.len();
-    out.extend_from_slice(&[0; 4]);
-    super::encode_append(&literals, dtype, &mut out);
-    let inner = out.len() - at - 4;
-    out[at..at + 4].copy_from_slice(&(inner as u32).to_le_bytes());
-    out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
-    out.extend_from_slice(&raw);
+    put_prefixed(&mut out, |o| super::encode_append(&literals, dtype, o));
+    put_prefixed(&mut out, |o| o.extend_from_slice(&raw));
     enc.finish(&mut out);
     Some((out, kinds))
 }
@@ -331,10 +324,8 @@ pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -
     if p == 0 || m > n {
         return Err(corrupt("bad period or literal count"));
     }
-    let inner_len = f.u32()? as usize;
-    let inner = f.take(inner_len)?;
-    let raw_bytes = f.u32()? as usize;
-    let raw = f.take(raw_bytes)?;
+    let inner = f.prefixed()?;
+    let raw = f.prefixed()?;
     let mut lits = Vec::with_capacity(m * w);
     super::decode_version(inner, m * w, version, &mut lits, &mut |_| {})?;
     out.clear();

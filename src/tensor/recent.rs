@@ -8,7 +8,7 @@
 //! rANS stream of the symbols (0 a miss, `r + 1` a hit of rank `r`).
 
 use super::adaptive::STATES;
-use super::adaptive::{batch_end, Fields, Table, MAX_BATCH};
+use super::adaptive::{batch_end, put_prefixed, put_values_and_tail, Fields, Table, MAX_BATCH};
 use super::planes::read;
 use super::DType;
 use crate::coder::rans;
@@ -335,14 +335,10 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType, size: usize, out: &mut Ve
     tab.put_all(&syms, &mut enc);
     out.clear();
     out.push(dtype.tag());
-    out.extend_from_slice(&(n as u32).to_le_bytes());
-    out.push(tail.len() as u8);
-    out.extend_from_slice(tail);
+    put_values_and_tail(out, n, tail);
     out.extend_from_slice(&(size as u16).to_le_bytes());
     out.extend_from_slice(&((misses.len() / W) as u32).to_le_bytes());
-    let inner = super::encode(&misses, dtype);
-    out.extend_from_slice(&(inner.len() as u32).to_le_bytes());
-    out.extend_from_slice(&inner);
+    put_prefixed(out, |o| super::encode_append(&misses, dtype, o));
     enc.finish(out);
 }
 
@@ -362,8 +358,7 @@ pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -
     if m > n {
         return Err(corrupt("more misses than values"));
     }
-    let inner_len = f.u32()? as usize;
-    let inner = f.take(inner_len)?;
+    let inner = f.prefixed()?;
     let mut misses = Vec::new();
     super::decode_version(inner, m * w, version, &mut misses, &mut |_| {})?;
     out.clear();

@@ -12,7 +12,7 @@
 //! payload of the plain values, length (`u32`) + the gaps' raw bits (least significant first),
 //! then the rANS stream of the event symbols.
 
-use super::adaptive::{batch_end, Fields, Table, STATES};
+use super::adaptive::{batch_end, put_prefixed, put_values_and_tail, Fields, Table, STATES};
 use super::ibp::{BitReader, BitWriter};
 use super::planes::read;
 use super::DType;
@@ -196,29 +196,21 @@ fn encode_w<const W: usize>(
     let tail = &data[n * W..];
     out.clear();
     out.push(dtype.tag());
-    out.extend_from_slice(&(n as u32).to_le_bytes());
-    out.push(tail.len() as u8);
-    out.extend_from_slice(tail);
+    put_values_and_tail(&mut out, n, tail);
     out.push(SIZE as u8);
     out.extend_from_slice(&(events.len() as u32).to_le_bytes());
     out.extend_from_slice(&((plain.len() / W) as u32).to_le_bytes());
-    let at = out.len();
-    out.extend_from_slice(&[0; 4]);
-    super::encode_append(plain, dtype, &mut out);
-    let inner = out.len() - at - 4;
-    out[at..at + 4].copy_from_slice(&(inner as u32).to_le_bytes());
-    let at = out.len();
-    out.extend_from_slice(&[0; 4]);
-    let mut bits = BitWriter::new(&mut out);
-    for &(gap, _) in &events {
-        if gap > 1 {
-            let len = u32::BITS - gap.leading_zeros();
-            bits.put((gap & !(1 << (len - 1))) as u64, len - 1);
+    let inner = put_prefixed(&mut out, |o| super::encode_append(plain, dtype, o));
+    put_prefixed(&mut out, |o| {
+        let mut bits = BitWriter::new(o);
+        for &(gap, _) in &events {
+            if gap > 1 {
+                let len = u32::BITS - gap.leading_zeros();
+                bits.put((gap & !(1 << (len - 1))) as u64, len - 1);
+            }
         }
-    }
-    bits.finish();
-    let raw = out.len() - at - 4;
-    out[at..at + 4].copy_from_slice(&(raw as u32).to_le_bytes());
+        bits.finish();
+    });
     let syms: Vec<u16> = events.iter().map(|&(_, s)| s).collect();
     let mut tab = Table::new(CLASSES * (SIZE + 1), CLASSES * (SIZE + 1), false);
     let mut enc = rans::Encoder::new(syms.len(), STATES);
@@ -261,10 +253,8 @@ pub fn decode(
     if m > n || n - m > events || events > n {
         return Err(corrupt("counts do not add up"));
     }
-    let inner_len = f.u32()? as usize;
-    let inner = f.take(inner_len)?;
-    let raw_len_bits = f.u32()? as usize;
-    let raw = f.take(raw_len_bits)?;
+    let inner = f.prefixed()?;
+    let raw = f.prefixed()?;
     let (mut st, mut words) = rans::Decoder::new(f.rest, STATES)?.split();
     let mut syms = vec![0u16; events];
     let mut tab = Table::new(CLASSES * (size + 1), CLASSES * (size + 1), true);

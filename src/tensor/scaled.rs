@@ -13,7 +13,7 @@
 //! (the value's own symbol follows), 2 the value -0.0, `3 + zigzag(k)` for `|k| <= K_MAX`.
 
 use super::adaptive::STATES;
-use super::adaptive::{batch_end, Fields, Table, MAX_BATCH};
+use super::adaptive::{batch_end, put_prefixed, put_values_and_tail, Fields, Table, MAX_BATCH};
 use super::rounding::Form;
 use super::DType;
 use crate::coder::rans;
@@ -592,9 +592,7 @@ fn write(data: &[u8], form: Form, coded: Coded, out: &mut Vec<u8>) {
     if form != Form::F32 {
         out.push(form.rounding_tag());
     }
-    out.extend_from_slice(&(n as u32).to_le_bytes());
-    out.push(tail.len() as u8);
-    out.extend_from_slice(tail);
+    put_values_and_tail(out, n, tail);
     out.extend_from_slice(&(scales.len() as u32).to_le_bytes());
     // The scales as they are, or through the tensor codec where that is smaller (a scale
     // stored as f16 or bf16 has few significant bits).
@@ -603,8 +601,7 @@ fn write(data: &[u8], form: Form, coded: Coded, out: &mut Vec<u8>) {
     match coded.len() + 4 < raw.len() {
         true => {
             out.push(SCALES_CODED);
-            out.extend_from_slice(&(coded.len() as u32).to_le_bytes());
-            out.extend_from_slice(&coded);
+            put_prefixed(out, |o| o.extend_from_slice(&coded));
         }
         false => {
             out.push(SCALES_RAW);
@@ -612,9 +609,7 @@ fn write(data: &[u8], form: Form, coded: Coded, out: &mut Vec<u8>) {
         }
     }
     out.extend_from_slice(&((misses.len() / width) as u32).to_le_bytes());
-    let inner = super::encode(&misses, dtype);
-    out.extend_from_slice(&(inner.len() as u32).to_le_bytes());
-    out.extend_from_slice(&inner);
+    put_prefixed(out, |o| super::encode_append(&misses, dtype, o));
     enc.finish(out);
 }
 
@@ -728,8 +723,7 @@ fn values<const W: usize, const F: u8>(
     let raw = match coding {
         SCALES_RAW => f.take(4 * count)?,
         SCALES_CODED => {
-            let len = f.u32()? as usize;
-            super::decode_version(f.take(len)?, 4 * count, version, &mut coded, &mut |_| {})?;
+            super::decode_version(f.prefixed()?, 4 * count, version, &mut coded, &mut |_| {})?;
             &coded[..]
         }
         _ => return Err(corrupt("unknown scale coding")),
@@ -742,8 +736,7 @@ fn values<const W: usize, const F: u8>(
     if m > n {
         return Err(corrupt("more misses than values"));
     }
-    let inner_len = f.u32()? as usize;
-    let inner = f.take(inner_len)?;
+    let inner = f.prefixed()?;
     let mut misses = Vec::new();
     super::decode_version(inner, m * W, version, &mut misses, &mut |_| {})?;
     out.clear();
