@@ -6,7 +6,7 @@
 //! `SEP_SEGMENTS=1` also prints each tensor segment's size, ratio and speeds.
 //! `SEP_WHOLE=1` measures the whole product instead, on one thread, in memory: every block as
 //! `sep compress` codes it (header, the codec each block is given), checksums included; ratio
-//! and speeds are of the whole file.
+//! and speeds are of the whole file (`SEP_ONLY=encode` decodes once, untimed).
 
 use sep::engine::{set_level, KernelLevel};
 use sep::tensor::{decode, encode, layout, DType, Kind};
@@ -90,10 +90,15 @@ fn reps() -> usize {
 }
 
 /// Best of `reps()` runs of `f`, in seconds, and its last result.
-fn best_of<T>(mut f: impl FnMut() -> T) -> (f64, T) {
+fn best_of<T>(f: impl FnMut() -> T) -> (f64, T) {
+    best_of_n(reps(), f)
+}
+
+/// Best of `n` runs of `f`, in seconds, and its last result.
+fn best_of_n<T>(n: usize, mut f: impl FnMut() -> T) -> (f64, T) {
     let mut best = f64::MAX;
     let mut last = None;
-    for _ in 0..reps().max(1) {
+    for _ in 0..n.max(1) {
         let t = Instant::now();
         last = Some(f());
         best = best.min(t.elapsed().as_secs_f64());
@@ -121,7 +126,12 @@ fn whole(path: &str, data: &[u8], raw: Option<DType>) {
         _ => best_of(compress),
     };
     let mut back = Vec::with_capacity(data.len());
-    let (td, ()) = best_of(|| {
+    // SEP_ONLY=encode decodes once (a round-trip check), untimed.
+    let decode_reps = match only.as_str() {
+        "encode" => 1,
+        _ => reps(),
+    };
+    let (td, ()) = best_of_n(decode_reps, || {
         back.clear();
         sep::decompress_bytes(&packed, &mut back, &opts).expect("decompress");
     });

@@ -36,6 +36,9 @@ const REPEATED_MARGIN: f64 = 0.997;
 /// sightings, mostly), but the sample's pieces see far fewer repeats than the whole block
 /// (silero's STFT basis: 0.23 against 0.83; trained weights: at most 0.02).
 const COPIES_MIN: f64 = 0.1;
+/// The tensor codec is skipped where copies are below this share of the size predicted for it
+/// (silero's STFT basis: 0.11).
+const COPIES_MARGIN: f64 = 0.5;
 /// Where copies won, zstd is still tried if the sample's zstd size is under this multiple of
 /// theirs (blocks coded at `ZSTD_STRONG`, and others).
 const COPIES_REACH_STRONG: f64 = 2.0;
@@ -60,10 +63,11 @@ fn sample(data: &[u8]) -> Vec<u8> {
     }
     let piece = SAMPLE / PIECES;
     let step = (data.len() - piece) / (PIECES - 1);
-    (0..PIECES)
-        .flat_map(|i| &data[i * step..i * step + piece])
-        .copied()
-        .collect()
+    let mut s = Vec::with_capacity(SAMPLE);
+    for i in 0..PIECES {
+        s.extend_from_slice(&data[i * step..i * step + piece]);
+    }
+    s
 }
 
 /// Share of a tensor sample's windows (4 bytes, 8 for 8-byte values, one per value) that
@@ -79,38 +83,63 @@ fn repeats(s: &[u8], width: usize) -> f64 {
     if n == 0 {
         return 0.0;
     }
-    let key = |i: usize| -> u64 {
-        let at = i * width;
-        match win {
-            4 => u32::from_le_bytes([s[at], s[at + 1], s[at + 2], s[at + 3]]) as u64,
-            _ => u64::from_le_bytes(s[at..at + 8].try_into().unwrap_or_default()),
-        }
+    // 4-byte windows in a table of `u32`: half the memory to touch.
+    let repeated = match win {
+        4 => TABLE32.with(|t| {
+            let mut table = t.take();
+            let at = |i: usize| i * width;
+            let r = count_repeats(
+                n,
+                |i| u32::from_le_bytes([s[at(i)], s[at(i) + 1], s[at(i) + 2], s[at(i) + 3]]),
+                &mut table,
+                u32::MAX,
+            );
+            t.set(table);
+            r
+        }),
+        _ => TABLE64.with(|t| {
+            let mut table = t.take();
+            let key = |i: usize| {
+                u64::from_le_bytes(s[i * width..i * width + 8].try_into().unwrap_or_default())
+            };
+            let r = count_repeats(n, key, &mut table, u64::MAX);
+            t.set(table);
+            r
+        }),
     };
-    // Open addressing at a load of at most a half; `EMPTY` marks a free slot, and a window
-    // equal to it is counted apart.
-    const EMPTY: u64 = u64::MAX;
+    repeated as f64 / n as f64
+}
+
+/// How many of the `n` windows `key(0..n)` equal an earlier one, counted with `table` (the
+/// thread's, reused: fresh memory would cost a page fault per 4 KiB) as an open-addressing set
+/// at a load of at most a half, `empty` marking a free slot (a window equal to it is counted
+/// apart).
+fn count_repeats<K: Copy + Eq + Into<u64>>(
+    n: usize,
+    key: impl Fn(usize) -> K,
+    table: &mut Vec<K>,
+    empty: K,
+) -> usize {
     let slots = (2 * n).next_power_of_two();
     let shift = 64 - slots.trailing_zeros();
-    // The thread's table from its last block: fresh memory would cost a page fault per 4 KiB.
-    let mut table = TABLE.with(|t| t.take());
     table.clear();
-    table.resize(slots, EMPTY);
+    table.resize(slots, empty);
     let (mut repeated, mut empty_seen) = (0usize, false);
     for i in 0..n {
         let k = key(i);
-        if k == EMPTY {
+        if k == empty {
             repeated += usize::from(empty_seen);
             empty_seen = true;
             continue;
         }
-        let mut at = (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize;
+        let mut at = (k.into().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize;
         loop {
             match table[at] {
                 t if t == k => {
                     repeated += 1;
                     break;
                 }
-                EMPTY => {
+                t if t == empty => {
                     table[at] = k;
                     break;
                 }
@@ -118,13 +147,13 @@ fn repeats(s: &[u8], width: usize) -> f64 {
             }
         }
     }
-    TABLE.with(|t| t.set(table));
-    repeated as f64 / n as f64
+    repeated
 }
 
 thread_local! {
-    /// `repeats`' hash table, kept for the thread's next block.
-    static TABLE: std::cell::Cell<Vec<u64>> = const { std::cell::Cell::new(Vec::new()) };
+    /// `repeats`' hash tables, kept for the thread's next block.
+    static TABLE32: std::cell::Cell<Vec<u32>> = const { std::cell::Cell::new(Vec::new()) };
+    static TABLE64: std::cell::Cell<Vec<u64>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// Order-0 entropy of `data` as a fraction of its size.
@@ -265,20 +294,28 @@ pub fn code_block(
                 },
                 false => None,
             };
-            // The tensor codec, unless its size predicted from a sample is well above what
-            // scaled integers made (a quarter of the encode time of such blocks), or predicted
-            // from the plain values of the repeated-values layer above what the layer made.
-            let sure = scaled.as_ref().is_some_and(|p| {
+            // The tensor codec, unless its size predicted from the block's first part is well
+            // above what scaled integers made (a quarter of the encode time of such blocks), or
+            // predicted from the plain values of the repeated-values layer above what the layer
+            // made.
+            // Likewise where copies are well under the size predicted (a formula's table).
+            let predicted = || {
                 let cut = (data.len() / SCALED_SAMPLE / dtype.width()) * dtype.width();
                 let part = tensor::encode(&data[..cut], dtype).len() * SCALED_SAMPLE;
-                cut > 0 && (p.len() as f64) < SCALED_MARGIN * part as f64
-            }) || repeated
-                .as_ref()
-                .and_then(|r| {
-                    r.plain_estimate
-                        .map(|e| (r.payload.len() as f64) < REPEATED_MARGIN * e)
-                })
-                .unwrap_or(false);
+                (cut > 0).then_some(part as f64)
+            };
+            let under = |p: &Vec<u8>, margin: f64| {
+                predicted().is_some_and(|part| (p.len() as f64) < margin * part)
+            };
+            let sure = scaled.as_ref().is_some_and(|p| under(p, SCALED_MARGIN))
+                || copies.as_ref().is_some_and(|p| under(p, COPIES_MARGIN))
+                || repeated
+                    .as_ref()
+                    .and_then(|r| {
+                        r.plain_estimate
+                            .map(|e| (r.payload.len() as f64) < REPEATED_MARGIN * e)
+                    })
+                    .unwrap_or(false);
             if !sure {
                 tensor::encode_into(data, dtype, &mut spare);
                 best.consider(Codec::Tensor, spare);

@@ -280,16 +280,18 @@ impl Table {
     }
 }
 
-/// Adaptive frequencies of a small alphabet in one context of a stream that picks a context
-/// for each symbol, weighted towards the last few dozen symbols (event streams whose mix
-/// changes within a row of values): counts start at 1, grow by `CONTEXT_STEP`, are halved from
-/// `CONTEXT_HALVE` on, and are refitted every `CONTEXT_REFIT` symbols.
-pub(super) struct Context {
-    counts: Vec<u32>,
+/// Adaptive frequencies of a small alphabet (`N` symbols, at most 64) in one context of a
+/// stream that picks a context for each symbol, weighted towards the last few dozen symbols
+/// (event streams whose mix changes within a row of values): counts start at 1, grow by
+/// `CONTEXT_STEP`, are halved from `CONTEXT_HALVE` on, and are refitted every `CONTEXT_REFIT`
+/// symbols.
+#[derive(Clone)]
+pub(super) struct Context<const N: usize> {
+    counts: [u32; N],
     total: u32,
-    /// Slots per symbol, and where each starts (one more entry: the end).
-    freqs: Vec<u32>,
-    starts: Vec<u32>,
+    /// Slots per symbol, and where each starts (the last ends at `1 << CONTEXT_BITS`).
+    freqs: [u32; N],
+    starts: [u32; N],
     /// Symbols coded since the last refit.
     since: u32,
 }
@@ -300,14 +302,15 @@ const CONTEXT_STEP: u32 = 32;
 const CONTEXT_HALVE: u32 = 2048;
 const CONTEXT_REFIT: u32 = 16;
 
-impl Context {
-    /// A context of `symbols` (at most 64), all equally likely to start with.
-    pub(super) fn new(symbols: usize) -> Self {
+impl<const N: usize> Context<N> {
+    /// A context with all symbols equally likely to start with.
+    pub(super) fn new() -> Self {
+        const { assert!(N >= 2 && N <= 64) };
         let mut c = Context {
-            counts: vec![1; symbols],
-            total: symbols as u32,
-            freqs: vec![0; symbols],
-            starts: vec![0; symbols + 1],
+            counts: [1; N],
+            total: N as u32,
+            freqs: [0; N],
+            starts: [0; N],
             since: 0,
         };
         c.refit();
@@ -335,7 +338,6 @@ impl Context {
             *st = at;
             at += f;
         }
-        self.starts[self.freqs.len()] = at;
     }
 
     /// Counts symbol `s`, refitting when due.

@@ -86,7 +86,12 @@ impl Reps {
     /// Moves entry `j` first and returns it.
     fn take(&mut self, j: usize) -> u32 {
         let d = self.0[j];
-        self.0.copy_within(0..j, 1);
+        // A fixed number of conditional moves (a copy of `j` entries is a call to memmove).
+        for k in (1..REPS).rev() {
+            if k <= j {
+                self.0[k] = self.0[k - 1];
+            }
+        }
         self.0[0] = d;
         d
     }
@@ -118,7 +123,7 @@ fn gcd(mut a: u32, mut b: u32) -> u32 {
 fn period(n: usize, val: impl Fn(usize) -> u64, mag: u64) -> u32 {
     let n = n.min(PERIOD_SAMPLE);
     let mut slots = vec![[u32::MAX; PERIOD_OCCURRENCES]; 1 << PERIOD_SLOT_BITS];
-    let mut votes = vec![0u32; PERIOD_SAMPLE];
+    let mut votes = vec![0u32; n];
     for i in 0..n {
         let a = val(i) & mag;
         let slot = &mut slots[Last::slot(a) >> (SLOT_BITS - PERIOD_SLOT_BITS)];
@@ -204,8 +209,8 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType) -> Option<(Vec<u8>, [usiz
     let mut reps = Reps::new();
     let mut copy: Option<Follow> = None;
     // Events are coded as they are found, the new distances' lower bits kept apart.
-    let mut ctx: Vec<Context> = (0..EVENTS).map(|_| Context::new(EVENTS)).collect();
-    let mut lengths: Vec<Context> = (0..3).map(|_| Context::new(LENGTHS)).collect();
+    let mut ctx = [(); EVENTS].map(|_| Context::<EVENTS>::new());
+    let mut lengths = [(); 3].map(|_| Context::<LENGTHS>::new());
     let mut enc = rans::Encoder::new(n + n / 8, STATES);
     let mut raw = Vec::new();
     let mut bits = BitWriter::new(&mut raw);
@@ -357,8 +362,8 @@ fn expand<'a, const W: usize>(
 ) -> Result<rans::Decoder<'a>> {
     let sign = 1u64 << (8 * W - 1);
     let (mut st, mut words) = dec.split();
-    let mut ctx: Vec<Context> = (0..EVENTS).map(|_| Context::new(EVENTS)).collect();
-    let mut lengths: Vec<Context> = (0..3).map(|_| Context::new(LENGTHS)).collect();
+    let mut ctx = [(); EVENTS].map(|_| Context::<EVENTS>::new());
+    let mut lengths = [(); 3].map(|_| Context::<LENGTHS>::new());
     let mut reps = Reps::new();
     let mut copy: Option<Follow> = None;
     let mut lit = lits.chunks_exact(W);
