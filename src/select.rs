@@ -87,22 +87,17 @@ fn repeats(s: &[u8], width: usize) -> f64 {
     let repeated = match win {
         4 => TABLE32.with(|t| {
             let mut table = t.take();
-            let at = |i: usize| i * width;
-            let r = count_repeats(
-                n,
-                |i| u32::from_le_bytes([s[at(i)], s[at(i) + 1], s[at(i) + 2], s[at(i) + 3]]),
-                &mut table,
-                u32::MAX,
-            );
+            let keys = s.windows(4).step_by(width).take(n);
+            let key = |w: &[u8]| u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            let r = count_repeats(n, keys.map(key), &mut table, u32::MAX);
             t.set(table);
             r
         }),
         _ => TABLE64.with(|t| {
             let mut table = t.take();
-            let key = |i: usize| {
-                u64::from_le_bytes(s[i * width..i * width + 8].try_into().unwrap_or_default())
-            };
-            let r = count_repeats(n, key, &mut table, u64::MAX);
+            let keys = s.chunks_exact(8).take(n);
+            let key = |w: &[u8]| u64::from_le_bytes(w.try_into().unwrap_or_default());
+            let r = count_repeats(n, keys.map(key), &mut table, u64::MAX);
             t.set(table);
             r
         }),
@@ -110,13 +105,13 @@ fn repeats(s: &[u8], width: usize) -> f64 {
     repeated as f64 / n as f64
 }
 
-/// How many of the `n` windows `key(0..n)` equal an earlier one, counted with `table` (the
+/// How many of the `n` windows `keys` equal an earlier one, counted with `table` (the
 /// thread's, reused: fresh memory would cost a page fault per 4 KiB) as an open-addressing set
 /// at a load of at most a half, `empty` marking a free slot (a window equal to it is counted
 /// apart).
 fn count_repeats<K: Copy + Eq + Into<u64>>(
     n: usize,
-    key: impl Fn(usize) -> K,
+    keys: impl Iterator<Item = K>,
     table: &mut Vec<K>,
     empty: K,
 ) -> usize {
@@ -125,8 +120,7 @@ fn count_repeats<K: Copy + Eq + Into<u64>>(
     table.clear();
     table.resize(slots, empty);
     let (mut repeated, mut empty_seen) = (0usize, false);
-    for i in 0..n {
-        let k = key(i);
+    for k in keys {
         if k == empty {
             repeated += usize::from(empty_seen);
             empty_seen = true;

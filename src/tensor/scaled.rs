@@ -431,21 +431,27 @@ pub fn plausible(data: &[u8], dtype: DType) -> Vec<Form> {
         return Vec::new();
     }
     let step = (n - 2 * PROBE) / (PROBES - 1).max(1);
-    let good = |form: Form| {
-        (0..PROBES)
-            .filter(|p| {
-                // The array cut after the probe: no scale is narrowed beyond it.
-                let end = p * step + 2 * PROBE;
-                let vals: Vec<u32> = (p * step..end).map(|i| at(data, width, i)).collect();
-                best_scale(form, &vals, PROBE, &data[..end * width], end)
-                    .is_some_and(|(_, hits)| 4 * hits >= 3 * PROBE)
-            })
-            .count()
+    // More than half the probes must fit: the count stops at the failure that rules it out
+    // (after half of them, on most trained weights).
+    let plausible = |form: Form| {
+        let mut failed = 0;
+        for p in 0..PROBES {
+            // The array cut after the probe: no scale is narrowed beyond it.
+            let end = p * step + 2 * PROBE;
+            let vals: Vec<u32> = (p * step..end).map(|i| at(data, width, i)).collect();
+            let fit = best_scale(form, &vals, PROBE, &data[..end * width], end)
+                .is_some_and(|(_, hits)| 4 * hits >= 3 * PROBE);
+            failed += usize::from(!fit);
+            if 2 * failed >= PROBES {
+                return false;
+            }
+        }
+        true
     };
     Form::of(dtype)
         .iter()
         .copied()
-        .filter(|&f| 2 * good(f) > PROBES)
+        .filter(|&f| plausible(f))
         .collect()
 }
 
