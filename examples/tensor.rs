@@ -6,7 +6,9 @@
 //! `SEP_SEGMENTS=1` also prints each tensor segment's size, ratio and speeds.
 //! `SEP_WHOLE=1` measures the whole product instead, on one thread, in memory: every block as
 //! `sep compress` codes it (header, the codec each block is given), checksums included; ratio
-//! and speeds are of the whole file (`SEP_ONLY=encode` decodes once, untimed).
+//! and speeds are of the whole file (`SEP_ONLY=encode` decodes once, untimed); `SEP_ZSTD=19`
+//! also times zstd at that level on the same data and thread, and gives sep's speeds as multiples
+//! of its.
 
 use sep::engine::{set_level, KernelLevel};
 use sep::tensor::{decode, encode, layout, DType, Kind};
@@ -145,4 +147,21 @@ fn whole(path: &str, data: &[u8], raw: Option<DType>) {
         mb / te,
         mb / td
     );
+    // SEP_ZSTD=LEVEL: zstd in memory on the same thread, in the same run (compress once,
+    // decompress best of `reps()`), and sep's speeds as multiples of its.
+    if let Some(level) = std::env::var("SEP_ZSTD").ok().and_then(|l| l.parse().ok()) {
+        let t = std::time::Instant::now();
+        let z = zstd::bulk::compress(data, level).expect("zstd");
+        let zc = t.elapsed().as_secs_f64();
+        let (zd, out) = best_of(|| zstd::bulk::decompress(&z, data.len()).expect("unzstd"));
+        assert!(out == data, "zstd round trip failed");
+        println!(
+            "  zstd -{level}: ratio {:.4}  compress {:.1} MB/s  decompress {:.0} MB/s;  sep/zstd: compress {:.2}x  decompress {:.2}x",
+            data.len() as f64 / z.len() as f64,
+            mb / zc,
+            mb / zd,
+            zc / te,
+            zd / td
+        );
+    }
 }
