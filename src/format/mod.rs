@@ -17,8 +17,9 @@ pub const END_MAGIC: [u8; 4] = [b'S', b'E', b'P', 0x89];
 /// and 2 to 4 have no header codec, 6 counts every value of a tensor block, 6 and 7 start
 /// its coder states empty, 1 to 8 checksum all original bytes in the trailer instead of the
 /// blocks' checksums, 1 to 9 have no recent-values or scaled-integers codec, 10 has scaled
-/// integers for f32 only, 1 to 11 no repeated-values codec, 1 to 12 no copies codec; otherwise the layout is the same).
-pub const VERSION: u16 = 13;
+/// integers for f32 only, 1 to 11 no repeated-values codec, 1 to 12 no copies codec, 13 no
+/// replays in it; otherwise the layout is the same).
+pub const VERSION: u16 = 14;
 /// Largest block size an archive may declare.
 pub const MAX_BLOCK_SIZE: u64 = 1 << 30;
 /// Largest model configuration an archive may declare.

@@ -31,7 +31,15 @@ const COL: usize = REP + 2 * REPS;
 const FWD: usize = COL + 2;
 const BWD: usize = FWD + 2;
 const LIT: usize = BWD + 2;
-const EVENTS: usize = LIT + 1;
+/// Event symbols of version 13.
+const EVENTS_V13: usize = LIT + 1;
+/// `REPLAY` (version 14): the next run of at least `MIN_REPLAY` events repeats the events one
+/// of `BACKS` distances back (in values: a few values, as within a row whose events follow a
+/// short cycle, or one or two rows); its distance's index and length follow.
+const REPLAY: usize = EVENTS_V13;
+const EVENTS: usize = REPLAY + 1;
+const MIN_REPLAY: usize = 8;
+const BACKS: usize = 8;
 /// Distance lengths: 1..=32 bits (index 0 unused).
 const LENGTHS: usize = 33;
 /// Fewest values a block needs for the layer to be tried.
@@ -101,6 +109,11 @@ impl Reps {
         self.0.copy_within(0..REPS - 1, 1);
         self.0[0] = d;
     }
+}
+
+/// The distances back a replay may take, for row length `p`.
+fn backs(p: usize) -> [usize; BACKS] {
+    [1, 2, 3, 4, 8, 16, p, 2 * p]
 }
 
 /// Bit length of a distance (>= 1).
@@ -208,14 +221,9 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType) -> Option<(Vec<u8>, [usiz
     let mut col = 0;
     let mut reps = Reps::new();
     let mut copy: Option<Follow> = None;
-    // Events are coded as they are found, the new distances' lower bits kept apart.
-    let mut ctx = [(); EVENTS].map(|_| Context::<EVENTS>::new());
-    let mut lengths = [(); 3].map(|_| Context::<LENGTHS>::new());
-    let mut enc = rans::Encoder::new(n + n / 8, STATES);
-    let mut raw = Vec::new();
-    let mut bits = BitWriter::new(&mut raw);
-    let (mut prev, mut k) = (LIT, 0usize);
-    let mut kinds = [0; EVENTS];
+    // Each value's event, and the new distances in order.
+    let mut events: Vec<u8> = Vec::with_capacity(n);
+    let mut distances: Vec<u32> = Vec::new();
     for i in 0..n {
         let v = val(i);
         let a = v & mag;
@@ -275,16 +283,10 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType) -> Option<(Vec<u8>, [usiz
             literals.extend_from_slice(&data[i * W..i * W + W]);
             (LIT, 0)
         };
-        ctx[prev].put(e, k % STATES, &mut enc);
-        kinds[e] += 1;
-        k += 1;
-        if let Some(g) = carries_distance(e) {
-            let len = length(d);
-            lengths[g].put(len, k % STATES, &mut enc);
-            k += 1;
-            bits.put((d & !(1 << (len - 1))) as u64, len as u32 - 1);
+        events.push(e as u8);
+        if carries_distance(e).is_some() {
+            distances.push(d);
         }
-        prev = e;
         last.set(a, i);
         column.set(col_key(a, col), i);
         col += 1;
@@ -292,11 +294,11 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType) -> Option<(Vec<u8>, [usiz
             col = 0;
         }
     }
-    bits.finish();
     let m = literals.len() / W;
     if m as f64 > MAX_LITERALS * n as f64 {
         return None;
     }
+    let (stream, raw, kinds) = code_events(&events, &distances, p);
     let tail = &data[n * W..];
     let mut out = Vec::new();
     out.push(dtype.tag());
@@ -305,8 +307,80 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType) -> Option<(Vec<u8>, [usiz
     out.extend_from_slice(&(m as u32).to_le_bytes());
     put_prefixed(&mut out, |o| super::encode_append(&literals, dtype, o));
     put_prefixed(&mut out, |o| o.extend_from_slice(&raw));
-    enc.finish(&mut out);
+    out.extend_from_slice(&stream);
     Some((out, kinds))
+}
+
+/// The longest run of events from `i` on (up to `MIN_REPLAY` or more) that repeats the events
+/// one of `backs` back, none of them carrying a distance: its length and the distance's index.
+fn longest_replay(events: &[u8], i: usize, backs: &[usize; BACKS]) -> (usize, usize) {
+    let mut best = (0, 0);
+    for (b, &back) in backs.iter().enumerate() {
+        if back > i {
+            continue;
+        }
+        let len = events[i..]
+            .iter()
+            .zip(&events[i - back..])
+            .take_while(|&(&e, &from)| e == from && carries_distance(e as usize).is_none())
+            .count();
+        if len > best.0 {
+            best = (len, b);
+        }
+    }
+    best
+}
+
+/// Codes `events` (one per value, row length `p`) with the new `distances` in order as runs
+/// replayed from earlier events where they are long enough, and single events in the context
+/// of the event before: returns the rANS stream, the raw lower bits of the distances and run
+/// lengths, and how many events of each kind were coded (replays counted once each).
+fn code_events(events: &[u8], distances: &[u32], p: usize) -> (Vec<u8>, Vec<u8>, [usize; EVENTS]) {
+    let backs = backs(p);
+    let mut ctx = [(); EVENTS_V13].map(|_| Context::<EVENTS>::new());
+    let mut lengths = [(); 4].map(|_| Context::<LENGTHS>::new());
+    let mut back_ctx = Context::<BACKS>::new();
+    let mut enc = rans::Encoder::new(events.len() + events.len() / 8, STATES);
+    let mut raw = Vec::new();
+    let mut bits = BitWriter::new(&mut raw);
+    // A value's bit length through `table`, its lower bits raw.
+    let mut long =
+        |v: usize, table: &mut Context<LENGTHS>, k: &mut usize, enc: &mut rans::Encoder| {
+            let len = length(v as u32);
+            table.put(len, *k % STATES, enc);
+            *k += 1;
+            bits.put((v & !(1 << (len - 1))) as u64, len as u32 - 1);
+        };
+    let (mut prev, mut k, mut i) = (LIT, 0usize, 0);
+    let mut distance = distances.iter();
+    let mut kinds = [0; EVENTS];
+    while i < events.len() {
+        let (run, b) = longest_replay(events, i, &backs);
+        if run >= MIN_REPLAY {
+            ctx[prev].put(REPLAY, k % STATES, &mut enc);
+            back_ctx.put(b, (k + 1) % STATES, &mut enc);
+            k += 2;
+            long(run - MIN_REPLAY + 1, &mut lengths[3], &mut k, &mut enc);
+            kinds[REPLAY] += 1;
+            i += run;
+            prev = events[i - 1] as usize;
+            continue;
+        }
+        let e = events[i] as usize;
+        ctx[prev].put(e, k % STATES, &mut enc);
+        kinds[e] += 1;
+        k += 1;
+        if let Some(g) = carries_distance(e) {
+            let d = *distance.next().expect("a distance for each event with one");
+            long(d as usize, &mut lengths[g], &mut k, &mut enc);
+        }
+        prev = e;
+        i += 1;
+    }
+    bits.finish();
+    let mut stream = Vec::new();
+    enc.finish(&mut stream);
+    (stream, raw, kinds)
 }
 
 /// Which distance table an event's new distance is coded with, if it carries one.
@@ -318,7 +392,8 @@ fn corrupt(what: &str) -> Error {
     Error::Corrupt(format!("copies block: {what}"))
 }
 
-/// Decodes a payload of archive format `version` (13 and later) into `out` (`raw_len` bytes).
+/// Decodes a payload of archive format `version` (13 and later; replays from 14 on) into `out`
+/// (`raw_len` bytes).
 pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -> Result<()> {
     let mut f = Fields::new(payload, "copies");
     let dtype = DType::from_tag(f.take(1)?[0])?;
@@ -337,10 +412,13 @@ pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -
     out.reserve(raw_len);
     let mut bits = BitReader::new(raw);
     let dec = rans::Decoder::new(f.rest, STATES)?;
-    let dec = match w {
-        2 => expand::<2>(dec, n, p, &lits, &mut bits, out)?,
-        4 => expand::<4>(dec, n, p, &lits, &mut bits, out)?,
-        _ => expand::<8>(dec, n, p, &lits, &mut bits, out)?,
+    let dec = match (w, version >= 14) {
+        (2, false) => expand::<2, EVENTS_V13>(dec, n, p, &lits, &mut bits, out)?,
+        (4, false) => expand::<4, EVENTS_V13>(dec, n, p, &lits, &mut bits, out)?,
+        (_, false) => expand::<8, EVENTS_V13>(dec, n, p, &lits, &mut bits, out)?,
+        (2, true) => expand::<2, EVENTS>(dec, n, p, &lits, &mut bits, out)?,
+        (4, true) => expand::<4, EVENTS>(dec, n, p, &lits, &mut bits, out)?,
+        (_, true) => expand::<8, EVENTS>(dec, n, p, &lits, &mut bits, out)?,
     };
     dec.finish()?;
     if bits.overrun() || bits.consumed() != raw.len() {
@@ -350,64 +428,45 @@ pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -
     Ok(())
 }
 
-/// Follows `n` events of the stream in `dec`, appending the values (literals from `lits`) to
-/// `out`, which is empty; returns the decoder for its final check.
-fn expand<'a, const W: usize>(
-    dec: rans::Decoder<'a>,
-    n: usize,
+/// What events act on as values are decoded: the recent row distances, the copy being
+/// followed and the literals left.
+struct State<'l, const W: usize> {
+    reps: Reps,
+    copy: Option<Follow>,
+    lit: std::slice::ChunksExact<'l, u8>,
+    /// Row length.
     p: usize,
-    lits: &[u8],
-    bits: &mut BitReader,
-    out: &mut Vec<u8>,
-) -> Result<rans::Decoder<'a>> {
-    let sign = 1u64 << (8 * W - 1);
-    let (mut st, mut words) = dec.split();
-    let mut ctx = [(); EVENTS].map(|_| Context::<EVENTS>::new());
-    let mut lengths = [(); 3].map(|_| Context::<LENGTHS>::new());
-    let mut reps = Reps::new();
-    let mut copy: Option<Follow> = None;
-    let mut lit = lits.chunks_exact(W);
-    let (mut prev, mut k) = (LIT, 0usize);
-    out.resize(n * W, 0);
-    let out = &mut out[..n * W];
-    for i in 0..n {
-        let e = ctx[prev].get(&mut st[k % STATES], &mut words);
-        k += 1;
-        let d = match carries_distance(e) {
-            Some(g) => {
-                let len = lengths[g].get(&mut st[k % STATES], &mut words);
-                k += 1;
-                if len == 0 {
-                    return Err(corrupt("zero distance"));
-                }
-                (1usize << (len - 1)) | bits.get(len as u32 - 1) as usize
-            }
-            None => 0,
-        };
+}
+
+impl<const W: usize> State<'_, W> {
+    /// Value `i` under event `e` (with new distance `d`), from the values before it in `out`.
+    #[inline(always)]
+    fn value(&mut self, e: usize, d: usize, i: usize, out: &[u8]) -> Result<u64> {
+        let sign = 1u64 << (8 * W - 1);
         let flip = |e: usize, base: usize| ((e - base) & 1) as u64 * sign;
         let v = match e {
             CONT => {
-                let c = copy.ok_or_else(|| corrupt("no copy to continue"))?;
+                let c = self.copy.ok_or_else(|| corrupt("no copy to continue"))?;
                 let s = Some(c.src)
                     .filter(|&s| s < i)
                     .ok_or_else(|| corrupt("copy past the values"))?;
-                copy = c.advance();
+                self.copy = c.advance();
                 read::<W>(&out[s * W..]) ^ c.flip
             }
             _ if e < COL => {
-                copy = None;
+                self.copy = None;
                 let j = (e - REP) / 2;
-                let d = reps.take(j) as usize * p;
+                let d = self.reps.take(j) as usize * self.p;
                 let s = i
                     .checked_sub(d)
                     .ok_or_else(|| corrupt("repeat before the start"))?;
                 read::<W>(&out[s * W..]) ^ flip(e, REP)
             }
             _ if e < FWD => {
-                copy = None;
-                reps.push(d as u32);
+                self.copy = None;
+                self.reps.push(d as u32);
                 let s = d
-                    .checked_mul(p)
+                    .checked_mul(self.p)
                     .and_then(|d| i.checked_sub(d))
                     .ok_or_else(|| corrupt("column copy before the start"))?;
                 read::<W>(&out[s * W..]) ^ flip(e, COL)
@@ -417,7 +476,7 @@ fn expand<'a, const W: usize>(
                     .checked_sub(d)
                     .ok_or_else(|| corrupt("copy before the start"))?;
                 let f = flip(e, if e < BWD { FWD } else { BWD });
-                copy = match e < BWD {
+                self.copy = match e < BWD {
                     true => Some(Follow {
                         src: s + 1,
                         back: false,
@@ -432,14 +491,88 @@ fn expand<'a, const W: usize>(
                 read::<W>(&out[s * W..]) ^ f
             }
             _ => {
-                copy = None;
-                read::<W>(lit.next().ok_or_else(|| corrupt("too few literals"))?)
+                self.copy = None;
+                read::<W>(self.lit.next().ok_or_else(|| corrupt("too few literals"))?)
             }
         };
+        Ok(v)
+    }
+}
+
+/// Follows the events of the stream in `dec` (`N` symbols: `EVENTS_V13`, or `EVENTS` with
+/// replays) for `n` values, appending them (literals from `lits`) to `out`, which is empty;
+/// returns the decoder for its final check.
+fn expand<'a, const W: usize, const N: usize>(
+    dec: rans::Decoder<'a>,
+    n: usize,
+    p: usize,
+    lits: &[u8],
+    bits: &mut BitReader,
+    out: &mut Vec<u8>,
+) -> Result<rans::Decoder<'a>> {
+    let (mut st, mut words) = dec.split();
+    let mut ctx = [(); EVENTS_V13].map(|_| Context::<N>::new());
+    let mut lengths = [(); 4].map(|_| Context::<LENGTHS>::new());
+    let mut back_ctx = Context::<BACKS>::new();
+    let backs = backs(p);
+    let mut state = State::<W> {
+        reps: Reps::new(),
+        copy: None,
+        lit: lits.chunks_exact(W),
+        p,
+    };
+    // Each value's event, for replays.
+    let mut events = vec![0u8; n];
+    let (mut prev, mut k, mut i) = (LIT, 0usize, 0);
+    out.resize(n * W, 0);
+    let out = &mut out[..n * W];
+    // A value coded as its bit length (through `table`) and its lower bits raw.
+    let mut long = |table: &mut Context<LENGTHS>,
+                    k: &mut usize,
+                    st: &mut [u32; _],
+                    words: &mut rans::Words| {
+        let len = table.get(&mut st[*k % STATES], words);
+        *k += 1;
+        match len {
+            0 => Err(corrupt("zero distance")),
+            _ => Ok((1usize << (len - 1)) | bits.get(len as u32 - 1) as usize),
+        }
+    };
+    while i < n {
+        let e = ctx[prev].get(&mut st[k % STATES], &mut words);
+        k += 1;
+        if e == REPLAY {
+            let b = back_ctx.get(&mut st[k % STATES], &mut words);
+            k += 1;
+            let run = long(&mut lengths[3], &mut k, &mut st, &mut words)? + MIN_REPLAY - 1;
+            let back = backs[b];
+            if back > i || run > n - i {
+                return Err(corrupt("replay out of the values"));
+            }
+            for t in i..i + run {
+                let e = events[t - back];
+                if carries_distance(e as usize).is_some() {
+                    return Err(corrupt("replayed event with a distance"));
+                }
+                events[t] = e;
+                let v = state.value(e as usize, 0, t, out)?;
+                out[t * W..t * W + W].copy_from_slice(&v.to_le_bytes()[..W]);
+            }
+            i += run;
+            prev = events[i - 1] as usize;
+            continue;
+        }
+        let d = match carries_distance(e) {
+            Some(g) => long(&mut lengths[g], &mut k, &mut st, &mut words)?,
+            None => 0,
+        };
+        events[i] = e as u8;
+        let v = state.value(e, d, i, out)?;
         out[i * W..i * W + W].copy_from_slice(&v.to_le_bytes()[..W]);
         prev = e;
+        i += 1;
     }
-    if lit.next().is_some() {
+    if state.lit.next().is_some() {
         return Err(corrupt("literals left over"));
     }
     Ok(rans::Decoder::join(st, words))
@@ -464,6 +597,11 @@ mod tests {
         let plain = super::super::encode(&data, DType::F32).len();
         let size = roundtrip(&data, DType::F32).expect("chosen");
         assert!(4 * size < plain, "{size} against {plain}");
+        // Most values are in replays of earlier events: each row's events follow a short cycle
+        // or those of the row above.
+        let kinds = encode_w::<4>(&data, DType::F32).expect("chosen").1;
+        let single: usize = kinds[..REPLAY].iter().sum();
+        assert!(8 * single < data.len() / 4, "{kinds:?}");
         let vals: Vec<u64> = data.chunks_exact(4).map(read::<4>).collect();
         assert_eq!(period(vals.len(), |i| vals[i], u32::MAX as u64 >> 1), 256);
     }
