@@ -316,7 +316,10 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType) -> Option<(Vec<u8>, [usiz
 fn longest_replay(events: &[u8], i: usize, backs: &[usize; BACKS]) -> (usize, usize) {
     let mut best = (0, 0);
     for (b, &back) in backs.iter().enumerate() {
-        if back > i {
+        // Only a run that also matches where the best one ends can be longer, and only one
+        // that matches `MIN_REPLAY - 1` on can be a replay.
+        let end = i + best.0.max(MIN_REPLAY - 1);
+        if back > i || end >= events.len() || events[end] != events[end - back] {
             continue;
         }
         let len = events[i..]
