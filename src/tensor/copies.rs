@@ -537,7 +537,7 @@ fn expand<'a, const W: usize, const N: usize>(
         let len = table.get(&mut st[*k % STATES], words);
         *k += 1;
         match len {
-            0 => Err(corrupt("zero distance")),
+            0 => Err(corrupt("zero bit length")),
             _ => Ok((1usize << (len - 1)) | bits.get(len as u32 - 1) as usize),
         }
     };
@@ -547,11 +547,13 @@ fn expand<'a, const W: usize, const N: usize>(
         if e == REPLAY {
             let b = back_ctx.get(&mut st[k % STATES], &mut words);
             k += 1;
-            let run = long(&mut lengths[3], &mut k, &mut st, &mut words)? + MIN_REPLAY - 1;
+            let run = long(&mut lengths[3], &mut k, &mut st, &mut words)?
+                .checked_add(MIN_REPLAY - 1)
+                .filter(|&run| run <= n - i);
             let back = backs[b];
-            if back > i || run > n - i {
+            let Some(run) = run.filter(|_| back <= i) else {
                 return Err(corrupt("replay out of the values"));
-            }
+            };
             for t in i..i + run {
                 let e = events[t - back];
                 if carries_distance(e as usize).is_some() {
