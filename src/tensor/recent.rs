@@ -252,6 +252,7 @@ struct Distinct {
 }
 
 impl Distinct {
+    /// An empty set with room for `capacity` values.
     fn new(capacity: usize) -> Self {
         Distinct {
             slots: vec![u64::MAX; (2 * capacity).next_power_of_two()],
@@ -259,6 +260,7 @@ impl Distinct {
         }
     }
 
+    /// Empties the set.
     fn clear(&mut self) {
         self.slots.fill(u64::MAX);
         self.max = false;
