@@ -55,7 +55,7 @@ pub enum Codec {
     /// Payload is a tensor block whose exactly repeated values are coded apart (version 12).
     Repeated,
     /// Payload is a tensor block coded as copies of earlier values at row distances, forwards
-    /// or mirrored, and literals (version 13).
+    /// or mirrored, and literals (version 13; replays of earlier events from 14).
     Copies,
 }
 

@@ -4,15 +4,17 @@
 //! one event: it continues the current copy, repeats the value a recent number of rows above
 //! (one of `REPS` row distances, most recent first), starts a copy at a coded distance (forwards,
 //! backwards, or in the same column), or is a literal. Literals go in order through the tensor
-//! codec as an array of their own. Events are coded in the context of the event before.
+//! codec as an array of their own. Events are coded in the context of the event before; since
+//! version 14 a run of events that repeats those a few values or one or two rows back is coded
+//! as one replay.
 //!
 //! The row length (`period`) is found by the encoder, from how far apart equal values are, and
 //! recorded; nothing here needs the array's shape.
 //!
 //! Payload: dtype tag, value count (`u32`), tail length + tail bytes (a partial last value),
 //! period (`u32`), literal count (`u32`), length (`u32`) + tensor payload of the literals,
-//! length (`u32`) + the distances' raw bits (least significant first), then the rANS stream of
-//! the events and distance lengths in value order.
+//! length (`u32`) + the raw lower bits of the distances and run lengths (least significant
+//! first), then the rANS stream of the events, distance lengths and replays in value order.
 
 use super::adaptive::{put_prefixed, put_values_and_tail, Context, Fields, STATES};
 use super::ibp::{BitReader, BitWriter};
