@@ -6,6 +6,7 @@
 use crate::format::Codec;
 use crate::model::ModelConfig;
 use crate::pipeline::{Backend, ProgressFn};
+use crate::tensor::distinct::{Distinct, Key};
 use crate::tensor::{self, Kind};
 
 /// Bytes of the block looked at to predict sizes (taken as evenly spaced pieces).
@@ -86,61 +87,30 @@ fn repeats(s: &[u8], width: usize) -> f64 {
     // 4-byte windows in a table of `u32`: half the memory to touch.
     let repeated = match win {
         4 => TABLE32.with(|t| {
-            let mut table = t.take();
-            let keys = s.windows(4).step_by(width).take(n);
             let key = |w: &[u8]| u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-            let r = count_repeats(n, keys.map(key), &mut table, u32::MAX);
-            t.set(table);
-            r
+            count_repeats(n, s.windows(4).step_by(width).take(n).map(key), t)
         }),
         _ => TABLE64.with(|t| {
-            let mut table = t.take();
-            let keys = s.chunks_exact(8).take(n);
             let key = |w: &[u8]| u64::from_le_bytes(w.try_into().unwrap_or_default());
-            let r = count_repeats(n, keys.map(key), &mut table, u64::MAX);
-            t.set(table);
-            r
+            count_repeats(n, s.chunks_exact(8).take(n).map(key), t)
         }),
     };
     repeated as f64 / n as f64
 }
 
-/// How many of the `n` windows `keys` equal an earlier one, counted with `table` (the
-/// thread's, reused: fresh memory would cost a page fault per 4 KiB) as an open-addressing set
-/// at a load of at most a half, `empty` marking a free slot (a window equal to it is counted
-/// apart).
-fn count_repeats<K: Copy + Eq + Into<u64>>(
+/// How many of the `n` windows `keys` equal an earlier one, counted in a set whose memory is
+/// the thread's `table` (reused: fresh memory would cost a page fault per 4 KiB).
+fn count_repeats<K: Key>(
     n: usize,
     keys: impl Iterator<Item = K>,
-    table: &mut Vec<K>,
-    empty: K,
+    table: &std::cell::Cell<Vec<K>>,
 ) -> usize {
-    let slots = (2 * n).next_power_of_two();
-    let shift = 64 - slots.trailing_zeros();
-    table.clear();
-    table.resize(slots, empty);
-    let (mut repeated, mut empty_seen) = (0usize, false);
+    let mut set = Distinct::in_slots(table.take(), n);
+    let mut repeated = 0;
     for k in keys {
-        if k == empty {
-            repeated += usize::from(empty_seen);
-            empty_seen = true;
-            continue;
-        }
-        let mut at = (k.into().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize;
-        loop {
-            match table[at] {
-                t if t == k => {
-                    repeated += 1;
-                    break;
-                }
-                t if t == empty => {
-                    table[at] = k;
-                    break;
-                }
-                _ => at = (at + 1) & (slots - 1),
-            }
-        }
+        repeated += usize::from(!set.insert(k));
     }
+    table.set(set.into_slots());
     repeated
 }
 

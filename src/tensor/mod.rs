@@ -5,6 +5,7 @@ mod adaptive;
 mod carry;
 pub mod copies;
 mod detect;
+pub(crate) mod distinct;
 mod fill;
 pub mod header;
 pub mod ibp;

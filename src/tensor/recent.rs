@@ -9,6 +9,7 @@
 
 use super::adaptive::STATES;
 use super::adaptive::{batch_end, put_prefixed, put_values_and_tail, Fields, Table, MAX_BATCH};
+use super::distinct::Distinct;
 use super::planes::read;
 use super::DType;
 use crate::coder::rans;
@@ -244,48 +245,6 @@ pub fn choose(data: &[u8], dtype: DType, miss_bits: f64, limit: usize) -> Option
     }
 }
 
-/// A set of values (open addressing, at a load of at most a half for its `capacity`).
-struct Distinct {
-    slots: Vec<u64>,
-    /// Whether `u64::MAX`, the free-slot marker, is in the set.
-    max: bool,
-}
-
-impl Distinct {
-    /// An empty set with room for `capacity` values.
-    fn new(capacity: usize) -> Self {
-        Distinct {
-            slots: vec![u64::MAX; (2 * capacity).next_power_of_two()],
-            max: false,
-        }
-    }
-
-    /// Empties the set.
-    fn clear(&mut self) {
-        self.slots.fill(u64::MAX);
-        self.max = false;
-    }
-
-    /// Adds `v`; whether it was new.
-    fn insert(&mut self, v: u64) -> bool {
-        if v == u64::MAX {
-            return !std::mem::replace(&mut self.max, true);
-        }
-        let mask = self.slots.len() - 1;
-        let mut at = (v.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize & mask;
-        loop {
-            match self.slots[at] {
-                t if t == v => return false,
-                u64::MAX => {
-                    self.slots[at] = v;
-                    return true;
-                }
-                _ => at = (at + 1) & mask,
-            }
-        }
-    }
-}
-
 /// `PIECES` evenly spaced ranges of `len` values each (fewer if `n` is small) out of `n`.
 fn pieces(n: usize, len: usize) -> Vec<std::ops::Range<usize>> {
     if n <= len * PIECES {
@@ -302,7 +261,7 @@ fn choose_w<const W: usize>(data: &[u8], miss_bits: f64, limit: usize) -> Option
     // within each piece are counted until they are known to be more than half.
     let probe = pieces(n, PROBE);
     let seen: usize = probe.iter().map(|r| r.len()).sum();
-    let mut set = Distinct::new(probe.iter().map(|r| r.len()).max().unwrap_or(0));
+    let mut set = Distinct::<u64>::new(probe.iter().map(|r| r.len()).max().unwrap_or(0));
     let mut distinct = 0;
     for r in probe {
         set.clear();
@@ -469,22 +428,6 @@ fn decode_w<const W: usize>(
 mod tests {
     use super::*;
     use crate::testing::xorshift;
-
-    #[test]
-    fn distinct_values_are_counted_once() {
-        let mut set = Distinct::new(1000);
-        let mut x = 5;
-        let vals: Vec<u64> = (0..1000).map(|_| xorshift(&mut x) % 300).collect();
-        let mut sorted = vals.clone();
-        sorted.sort_unstable();
-        sorted.dedup();
-        let new = vals.iter().filter(|&&v| set.insert(v)).count();
-        assert_eq!(new, sorted.len());
-        // The free-slot marker is a value like any other, and `clear` empties the set.
-        assert!(set.insert(u64::MAX) && !set.insert(u64::MAX));
-        set.clear();
-        assert!(set.insert(vals[0]) && set.insert(u64::MAX));
-    }
 
     /// `rows` rows of `cols` f32 values: small integers times a scale per row.
     fn dequantized(rows: usize, cols: usize, levels: u64, seed: u64) -> Vec<u8> {
