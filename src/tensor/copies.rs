@@ -17,7 +17,7 @@
 //! first), then the rANS stream of the events, distance lengths and replays in value order.
 
 use super::adaptive::{put_prefixed, put_values_and_tail, Context, Fields, STATES};
-use super::ibp::{BitReader, BitWriter};
+use super::ibp::{bit_length, BitReader, BitWriter};
 use super::planes::read;
 use super::DType;
 use crate::coder::rans;
@@ -116,11 +116,6 @@ impl Reps {
 /// The distances back a replay may take, for row length `p`.
 fn backs(p: usize) -> [usize; BACKS] {
     [1, 2, 3, 4, 8, 16, p, 2 * p]
-}
-
-/// Bit length of a distance (>= 1).
-fn length(d: u32) -> usize {
-    (u32::BITS - d.leading_zeros()) as usize
 }
 
 /// Greatest common divisor.
@@ -351,10 +346,9 @@ fn code_events(events: &[u8], distances: &[u32], p: usize) -> (Vec<u8>, Vec<u8>,
     // A value's bit length through `table`, its lower bits raw.
     let mut long =
         |v: usize, table: &mut Context<LENGTHS>, k: &mut usize, enc: &mut rans::Encoder| {
-            let len = length(v as u32);
-            table.put(len, *k % STATES, enc);
+            table.put(bit_length(v as u32) as usize, *k % STATES, enc);
             *k += 1;
-            bits.put((v & !(1 << (len - 1))) as u64, len as u32 - 1);
+            bits.put_below_top(v as u32);
         };
     let (mut prev, mut k, mut i) = (LIT, 0usize, 0);
     let mut distance = distances.iter();
@@ -540,7 +534,7 @@ fn expand<'a, const W: usize, const N: usize>(
         *k += 1;
         match len {
             0 => Err(corrupt("zero bit length")),
-            _ => Ok((1usize << (len - 1)) | bits.get(len as u32 - 1) as usize),
+            _ => Ok(bits.get_below_top(len as u32) as usize),
         }
     };
     while i < n {

@@ -79,6 +79,12 @@ pub(super) struct BitWriter<'a> {
     fill: u32,
 }
 
+/// Bit length of `v` (0 for 0).
+#[inline(always)]
+pub(super) fn bit_length(v: u32) -> u32 {
+    u32::BITS - v.leading_zeros()
+}
+
 impl<'a> BitWriter<'a> {
     /// A writer appending to `out`.
     pub(super) fn new(out: &'a mut Vec<u8>) -> Self {
@@ -99,6 +105,14 @@ impl<'a> BitWriter<'a> {
             self.acc >>= 64;
             self.fill -= 64;
         }
+    }
+
+    /// Appends the bits of `v` (at least 1) below its top bit, which its bit length (coded
+    /// apart) stands for; `get_below_top` reads it back.
+    #[inline(always)]
+    pub(super) fn put_below_top(&mut self, v: u32) {
+        let len = bit_length(v);
+        self.put((v & !(1 << (len - 1))) as u64, len - 1);
     }
 
     /// Writes the bits left, the last byte zero-padded.
@@ -140,6 +154,13 @@ impl<'a> BitReader<'a> {
     /// read overran: every load but the last then took 8 bytes, and the last at least one.
     pub(super) fn consumed(&self) -> usize {
         (64 * self.pos.div_ceil(8) - self.fill as usize).div_ceil(8)
+    }
+
+    /// The value of bit length `len` (1 to 64) whose bits below the top are next
+    /// (`put_below_top`'s).
+    #[inline(always)]
+    pub(super) fn get_below_top(&mut self, len: u32) -> u64 {
+        (1 << (len - 1)) | self.get(len - 1)
     }
 
     /// The next `n` (at most 64) bits.

@@ -13,7 +13,7 @@
 //! then the rANS stream of the event symbols.
 
 use super::adaptive::{batch_end, put_prefixed, put_values_and_tail, Fields, Table, STATES};
-use super::ibp::{BitReader, BitWriter};
+use super::ibp::{bit_length, BitReader, BitWriter};
 use super::planes::read;
 use super::DType;
 use crate::coder::rans;
@@ -34,7 +34,7 @@ const MIN_VALUES: usize = 1024;
 /// Symbol of an event: its gap class and kind.
 #[inline(always)]
 fn symbol(gap: u32, kind: usize, size: usize) -> u16 {
-    let class = (u32::BITS - gap.leading_zeros()) as usize;
+    let class = bit_length(gap) as usize;
     (class * (size + 1) + kind) as u16
 }
 
@@ -205,8 +205,7 @@ fn encode_w<const W: usize>(
         let mut bits = BitWriter::new(o);
         for &(gap, _) in &events {
             if gap > 1 {
-                let len = u32::BITS - gap.leading_zeros();
-                bits.put((gap & !(1 << (len - 1))) as u64, len - 1);
+                bits.put_below_top(gap);
             }
         }
         bits.finish();
@@ -305,7 +304,7 @@ fn expand<const W: usize>(
         let (class, kind) = (s as usize / (size + 1), s as usize % (size + 1));
         let gap = match class {
             0 | 1 => class,
-            c => (1usize << (c - 1)) | bits.get(c as u32 - 1) as usize,
+            c => bits.get_below_top(c as u32) as usize,
         };
         let len = gap
             .checked_mul(W)
