@@ -285,7 +285,6 @@ impl Table {
 /// (event streams whose mix changes within a row of values): counts start at 1, grow by
 /// `CONTEXT_STEP`, are halved from `CONTEXT_HALVE` on, and are refitted every `CONTEXT_REFIT`
 /// symbols.
-#[derive(Clone)]
 pub(super) struct Context<const N: usize> {
     counts: [u32; N],
     total: u32,

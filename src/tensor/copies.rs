@@ -240,9 +240,12 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType) -> Option<(Vec<u8>, [usiz
                     break 'e (REP + 2 * j + flip(i - d), 0);
                 }
             }
-            let prev = last.get(a).filter(|&j| val(j) & mag == a);
-            if let Some(j) = prev {
-                let f = (val(j) ^ v) & sign;
+            // The last value of this magnitude, and the sign flip from it.
+            let prev = last
+                .get(a)
+                .filter(|&j| val(j) & mag == a)
+                .map(|j| (j, (val(j) ^ v) & sign));
+            if let Some((j, f)) = prev {
                 let next = (i + 1 < n).then(|| val(i + 1) ^ f);
                 if j > 0 && next == Some(val(j - 1)) {
                     copy = Some(Follow {
@@ -250,7 +253,7 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType) -> Option<(Vec<u8>, [usiz
                         back: true,
                         flip: f,
                     });
-                    break 'e (BWD + flip(j), (i - j) as u32);
+                    break 'e (BWD + usize::from(f != 0), (i - j) as u32);
                 }
                 if next == Some(val(j + 1)) {
                     copy = Some(Follow {
@@ -258,7 +261,7 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType) -> Option<(Vec<u8>, [usiz
                         back: false,
                         flip: f,
                     });
-                    break 'e (FWD + flip(j), (i - j) as u32);
+                    break 'e (FWD + usize::from(f != 0), (i - j) as u32);
                 }
             }
             let above = column
@@ -269,13 +272,13 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType) -> Option<(Vec<u8>, [usiz
                 reps.push(d);
                 break 'e (COL + flip(j), d);
             }
-            if let Some(j) = prev {
+            if let Some((j, f)) = prev {
                 copy = Some(Follow {
                     src: j + 1,
                     back: false,
-                    flip: (val(j) ^ v) & sign,
+                    flip: f,
                 });
-                break 'e (FWD + flip(j), (i - j) as u32);
+                break 'e (FWD + usize::from(f != 0), (i - j) as u32);
             }
             literals.extend_from_slice(&data[i * W..i * W + W]);
             (LIT, 0)
