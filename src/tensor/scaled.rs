@@ -543,24 +543,25 @@ fn choose_coded(data: &[u8], dtype: DType, promise: bool) -> Option<(Form, Optio
     let forms = plausible(data, dtype);
     if forms.len() < 2 {
         let form = *forms.first()?;
-        return (!promise || promising(data, form)).then_some((form, None));
+        return (!promise || promising(data, form, None)).then_some((form, None));
     }
     let width = dtype.width();
     let cost = |c: &Coded| c.1.len() + c.2.len() / width;
     let sample = &data[..data.len().min(TRIAL * width)];
-    let costs: Vec<usize> = forms.iter().map(|&f| cost(&symbols(sample, f))).collect();
-    let least = costs.iter().copied().min()?;
-    let tied: Vec<Form> = forms
+    let mut trials: Vec<(Form, Coded)> =
+        forms.into_iter().map(|f| (f, symbols(sample, f))).collect();
+    let least = trials.iter().map(|(_, c)| cost(c)).min()?;
+    trials.retain(|(_, c)| cost(c) == least);
+    let first = trials.remove(0);
+    let tied: Vec<Form> = [first.0]
         .into_iter()
-        .zip(costs)
-        .filter(|&(_, c)| c == least)
-        .map(|(f, _)| f)
+        .chain(trials.iter().map(|t| t.0))
         .collect();
-    if promise && !promising(data, *tied.first()?) {
+    if promise && !promising(data, first.0, Some(first.1)) {
         return None;
     }
     if tied.len() < 2 || sample.len() == data.len() {
-        return tied.first().map(|&f| (f, None));
+        return Some((first.0, None));
     }
     // The whole block with each, a later one given up once it costs more than the best.
     let mut best: Option<(Form, Coded)> = None;
@@ -574,21 +575,23 @@ fn choose_coded(data: &[u8], dtype: DType, promise: bool) -> Option<(Form, Optio
 }
 
 /// Whether scaled integers of `form` code the first `TRIAL` values of `data` smaller than the
-/// tensor codec does (true for a block no longer than that: its whole payloads are compared).
+/// tensor codec does (true for a block no longer than that: its whole payloads are compared);
+/// `trial` holds their symbols where the caller made them.
 /// Trained bf16 weights look like scaled integers (at 8 significant bits nearly every value
 /// is a level of some scale), but with 10-50% of their values a miss or a new scale they code
 /// 8-26% larger there; dequantized weights code at 0.17-0.73 of the tensor codec's size.
-fn promising(data: &[u8], form: Form) -> bool {
+fn promising(data: &[u8], form: Form, trial: Option<Coded>) -> bool {
     let dtype = form.dtype();
-    let Some(trial) = data.get(..TRIAL * dtype.width()) else {
+    let Some(sample) = data.get(..TRIAL * dtype.width()) else {
         return true;
     };
-    if trial.len() == data.len() {
+    if sample.len() == data.len() {
         return true;
     }
     let mut scaled = Vec::new();
-    write(trial, form, symbols(trial, form), &mut scaled);
-    scaled.len() < super::encode(trial, dtype).len()
+    let coded = trial.unwrap_or_else(|| symbols(sample, form));
+    write(sample, form, coded, &mut scaled);
+    scaled.len() < super::encode(sample, dtype).len()
 }
 
 /// `data`, an array of `dtype`, coded as scaled integers of the form `choose` picks; `None`
@@ -1007,18 +1010,18 @@ mod tests {
         // the scales come on top.
         let data = narrowed(&wide_levels(6 * TRIAL, 32, 5), Form::Bf16Nearest);
         assert_eq!(choose(&data, DType::BF16), Some(Form::Bf16Nearest));
-        assert!(!promising(&data, Form::Bf16Nearest));
+        assert!(!promising(&data, Form::Bf16Nearest, None));
         assert!(encode_chosen(&data, DType::BF16).is_none());
         // The same under a scale per 256 values code smaller, and are coded.
         let data = narrowed(&wide_levels(6 * TRIAL, 256, 5), Form::Bf16Nearest);
-        assert!(promising(&data, Form::Bf16Nearest));
+        assert!(promising(&data, Form::Bf16Nearest, None));
         let p = encode_chosen(&data, DType::BF16).expect("scaled integers");
         let mut out = Vec::new();
         decode(&p, data.len(), crate::format::VERSION, &mut out).unwrap();
         assert!(out == data);
         // A block no longer than the trial is tried whole (its payloads are compared whole).
         let short = narrowed(&wide_levels(TRIAL, 32, 5), Form::Bf16Nearest);
-        assert!(promising(&short, Form::Bf16Nearest));
+        assert!(promising(&short, Form::Bf16Nearest, None));
     }
 
     #[test]
