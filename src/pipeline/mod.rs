@@ -176,7 +176,7 @@ fn run_ordered<J: Send, R: Send>(
     let (done_tx, done_rx) = unbounded::<(usize, R)>();
     let cancel = AtomicBool::new(false);
     std::thread::scope(|s| {
-        // The workers start with the first job handed over.
+        // The workers start with the first job handed over (later calls find them started).
         let mut done_tx = Some(done_tx);
         let mut spawn = || {
             for _ in 0..threads {

@@ -553,6 +553,10 @@ fn choose_coded(data: &[u8], dtype: DType, promise: bool) -> Option<(Form, Optio
     let least = trials.iter().map(|(_, c)| cost(c)).min()?;
     trials.retain(|(_, c)| cost(c) == least);
     let first = trials.remove(0);
+    if sample.len() == data.len() {
+        // The trial was the whole block: its symbols are the block's.
+        return Some((first.0, Some(first.1)));
+    }
     let tied: Vec<Form> = [first.0]
         .into_iter()
         .chain(trials.iter().map(|t| t.0))
@@ -560,7 +564,7 @@ fn choose_coded(data: &[u8], dtype: DType, promise: bool) -> Option<(Form, Optio
     if promise && !promising(data, first.0, Some(first.1)) {
         return None;
     }
-    if tied.len() < 2 || sample.len() == data.len() {
+    if tied.len() < 2 {
         return Some((first.0, None));
     }
     // The whole block with each, a later one given up once it costs more than the best.
