@@ -54,6 +54,18 @@ pub fn block_size_for(max: u64, len: Option<u64>) -> u64 {
     }
 }
 
+/// The block size `bs` of a segment of `n` bytes that it cuts, rounded up to a multiple of 64
+/// bytes where that stays within `max` and keeps the last block at least half as long as the
+/// others: the values of an array, or of a checkpoint's tensor storages (aligned so), then
+/// stay whole in every block of a general segment.
+fn whole_lines(bs: u64, n: u64, max: u64) -> u64 {
+    let blocks = n.div_ceil(bs.max(1));
+    match bs.next_multiple_of(64) {
+        whole if blocks > 1 && whole <= max && n >= (blocks - 1) * whole + whole / 2 => whole,
+        _ => bs,
+    }
+}
+
 /// How the input is cut into blocks: segments of one kind each (from `Options::layout`, or one
 /// segment of unknown length), every segment cut evenly; tensor blocks hold whole values.
 struct Plan {
@@ -113,8 +125,9 @@ impl Plan {
     fn block_len(&self, seg: &Segment) -> u64 {
         let len = (seg.len != UNTIL_END).then_some(seg.len);
         let bs = block_size_for(self.max, len).min(self.cap);
-        match seg.kind {
-            Kind::Tensor(d) if bs >= d.width() as u64 => bs - bs % d.width() as u64,
+        match (seg.kind, len) {
+            (Kind::Tensor(d), _) if bs >= d.width() as u64 => bs - bs % d.width() as u64,
+            (Kind::General, Some(n)) => whole_lines(bs, n, self.max.min(self.cap)),
             _ => bs,
         }
     }
@@ -620,5 +633,11 @@ mod tests {
         assert_eq!(block_size_for(8, Some(10)), 5);
         assert_eq!(block_size_for(8, Some(17)), 6);
         assert_eq!(block_size_for(8 << 20, Some(10_192_446)), 5_096_223);
+        // General segments are cut at multiples of 64 bytes where that keeps the blocks even.
+        assert_eq!(whole_lines(5_096_223, 10_192_446, 8 << 20), 5_096_256);
+        assert_eq!(whole_lines(65, 130, 100), 65);
+        assert_eq!(whole_lines(65, 130, 128), 65);
+        assert_eq!(whole_lines(125, 250, 128), 128);
+        assert_eq!(whole_lines(1000, 1000, 8 << 20), 1000);
     }
 }
