@@ -60,12 +60,11 @@ const NEURAL_EXTRA: f64 = 0.15;
 /// General blocks of at least this many bytes (outside tensor files) are also tried as arrays
 /// of each float type (`float_guess`).
 const GUESS_MIN: usize = 16 << 10;
-/// What a general block's sample coded as floats (`float_guess`) is taken to predict of the
-/// block, over its size: the neural model codes raw trained weights about as small as the
-/// tensor codec (PP-OCRv4 det's f32 weights: 0.841 of their size, against 0.839) and
-/// as the order-0 and zstd figures predict, but structured arrays far smaller than predicted
-/// (binary/geo, 32-bit floats of another format: predicted 0.627, made 0.443, where the tensor
-/// codec's sample made 0.610).
+/// Added to the share of a general block's sample that the tensor codec makes (`float_guess`)
+/// before the neural model's predicted share is set against it: a margin for that prediction,
+/// which is pessimistic (raw PP-OCRv4 det f32 weights: predicted 0.919, made 0.841, the tensor
+/// codec 0.839; binary/geo, 32-bit floats of another format: predicted 0.627, made 0.443,
+/// where the tensor codec's sample made 0.610).
 const GUESS_HANDICAP: f64 = 0.03;
 /// How far under its order-0 entropy zstd may take a sample that still counts as showing no
 /// structure beyond its values' statistics (raw trained weights: zstd 0.4-0.7% above it; the
@@ -413,14 +412,12 @@ pub fn code_block(
         Kind::General => {
             let p = Prediction::of(data);
             // Floats with no header to say so (a raw dump, a checkpoint's tensor storages):
-            // the tensor codec is one more fast codec, its sample size taken `GUESS_HANDICAP`
-            // larger, and the neural model, which codes trained weights no smaller, runs only
-            // where predicted to gain over it as well.
-            // Floats whose sample shows nothing beyond their values' statistics (zstd finds no
-            // more than their order-0 entropy), which the tensor codec is predicted to code
-            // about as small as the neural model, skip it (trained weights); the prediction is
-            // taken from the middle of the block, whose edges may hold a header (a
-            // checkpoint's pickle, an archive's directory) that the general sample sees much of.
+            // where the middle of the block shows nothing beyond its values' statistics (zstd
+            // finds no more than their order-0 entropy) and the tensor codec, its sample size
+            // taken `GUESS_HANDICAP` larger, counts as one more fast codec that the neural
+            // model is not predicted to beat, the neural model is skipped (trained weights). The
+            // middle, because a block's edges may hold a header (a checkpoint's pickle, an
+            // archive's directory) that the general sample sees much of.
             let floats = match tensor_file {
                 false => float_guess(data),
                 true => None,
