@@ -79,11 +79,18 @@ fn sample(data: &[u8]) -> Vec<u8> {
     if data.len() <= SAMPLE {
         return data.to_vec();
     }
-    let piece = SAMPLE / PIECES;
-    let step = (data.len() - piece) / (PIECES - 1);
+    let step = (data.len() - PIECE) / (PIECES - 1);
+    pieces(data, |i| i * step)
+}
+
+/// Length of each of a sample's `PIECES` pieces.
+const PIECE: usize = SAMPLE / PIECES;
+
+/// The `PIECES` pieces of `data` starting at `at(0)`, `at(1)`, ..., one after the other.
+fn pieces(data: &[u8], at: impl Fn(usize) -> usize) -> Vec<u8> {
     let mut s = Vec::with_capacity(SAMPLE);
     for i in 0..PIECES {
-        s.extend_from_slice(&data[i * step..i * step + piece]);
+        s.extend_from_slice(&data[at(i)..at(i) + PIECE]);
     }
     s
 }
@@ -97,30 +104,19 @@ fn aligned_sample(data: &[u8]) -> Vec<u8> {
     if whole <= SAMPLE {
         return data[..whole].to_vec();
     }
-    let piece = SAMPLE / PIECES;
-    let mut s = Vec::with_capacity(SAMPLE);
-    for i in 0..PIECES {
-        let centre = (2 * i + 1) * whole / (2 * PIECES);
-        let at = (centre - piece / 2) & !7;
-        s.extend_from_slice(&data[at..at + piece]);
-    }
-    s
+    pieces(data, |i| {
+        ((2 * i + 1) * whole / (2 * PIECES) - PIECE / 2) & !7
+    })
 }
 
-/// The float type, if any, as whose array the tensor codec codes a general block's sample
-/// (`aligned_sample`) best, with the fraction of the sample it makes, and the prediction of
-/// the general codecs from the same sample: a raw dump of weights or a checkpoint's tensor
-/// storages, which carry no header to say so.
-fn float_guess(data: &[u8]) -> Option<(DType, f64, Prediction)> {
-    if data.len() < GUESS_MIN {
-        return None;
-    }
-    let s = aligned_sample(data);
-    let (dtype, fraction) = GUESSES
+/// The float type as whose array the tensor codec codes `s` (a general block's
+/// `aligned_sample`) best, with the fraction of `s` it makes: a raw dump of weights or a
+/// checkpoint's tensor storages, which carry no header to say so.
+fn float_guess(s: &[u8]) -> Option<(DType, f64)> {
+    GUESSES
         .iter()
-        .map(|&d| (d, tensor::encode(&s, d).len() as f64 / s.len() as f64))
-        .reduce(|a, b| if b.1 < a.1 { b } else { a })?;
-    Some((dtype, fraction, Prediction::of_sample(&s)))
+        .map(|&d| (d, tensor::encode(s, d).len() as f64 / s.len() as f64))
+        .reduce(|a, b| if b.1 < a.1 { b } else { a })
 }
 
 /// Share of a tensor sample's windows (4 bytes, 8 for 8-byte values, one per value) that
@@ -418,18 +414,23 @@ pub fn code_block(
             // model is not predicted to beat, the neural model is skipped (trained weights). The
             // middle, because a block's edges may hold a header (a checkpoint's pickle, an
             // archive's directory) that the general sample sees much of.
-            let floats = match tensor_file {
-                false => float_guess(data),
-                true => None,
+            // The floats are only guessed where they can decide: the middle is flat, or the
+            // neural model is not predicted to run anyway (a text goes to it without them).
+            let middle = (!tensor_file && data.len() >= GUESS_MIN).then(|| aligned_sample(data));
+            let centre = middle.as_deref().map(Prediction::of_sample);
+            let flat = centre.as_ref().is_some_and(|c| c.zstd >= c.order0 - FLAT);
+            let predicted = p.worth_neural();
+            let floats = match &middle {
+                Some(s) if flat || !predicted => float_guess(s),
+                _ => None,
             };
-            let worth_neural = match &floats {
-                Some((_, fraction, centre))
-                    if centre.zstd >= centre.order0 - FLAT
-                        && !centre.worth_neural_against(fraction + GUESS_HANDICAP) =>
+            let worth_neural = match (floats, &centre) {
+                (Some((_, fraction)), Some(c))
+                    if flat && !c.worth_neural_against(fraction + GUESS_HANDICAP) =>
                 {
                     false
                 }
-                _ => p.worth_neural(),
+                _ => predicted,
             };
             // Never in a file with tensors: the neural model (~60 KB/s per core) would set its
             // speed (a 1.8 KB header took 6x as long as the 7 MB of weights after it).
@@ -438,7 +439,8 @@ pub fn code_block(
             } else {
                 let mut reported = false;
                 // The block as an array of the type guessed, every tensor codec in turn.
-                if let Some((dtype, _, _)) = floats.filter(|f| f.1 < f.2.zstd) {
+                let beats_zstd = |f: &(DType, f64)| centre.as_ref().is_some_and(|c| f.1 < c.zstd);
+                if let Some((dtype, _)) = floats.filter(beats_zstd) {
                     let kind = Kind::Tensor(dtype);
                     let (codec, payload) =
                         code_block(data, kind, tensor_file, backend, model, progress, spare);
@@ -527,7 +529,7 @@ mod tests {
                 (scale * (u / (1u64 << 24) as f32 - 2.0)).to_le_bytes()
             })
             .collect();
-        let (dtype, fraction, _) = float_guess(&data).expect("a guess");
+        let (dtype, fraction) = float_guess(&aligned_sample(&data)).expect("a guess");
         assert_eq!(dtype, DType::F32);
         let p = Prediction::of(&data);
         assert!(
@@ -553,7 +555,7 @@ mod tests {
         let text: Vec<u8> = (0..40_000u32)
             .flat_map(|i| format!("line {} of {}; ", i * 7 % 1000, i % 13).into_bytes())
             .collect();
-        let guessed = float_guess(&text).map_or(1.0, |g| g.1 + GUESS_HANDICAP);
+        let guessed = float_guess(&aligned_sample(&text)).map_or(1.0, |g| g.1 + GUESS_HANDICAP);
         assert!(Prediction::of(&text).worth_neural_against(guessed));
         // Sample pieces start at multiples of 8 bytes whatever the length.
         assert_eq!(aligned_sample(&data[..1_000_003]).len(), SAMPLE);
