@@ -407,8 +407,8 @@ impl Contexts {
     }
 }
 
-/// What a batch counted: the range of `E` symbols, which contexts (bit c) its groups used,
-/// and how many values were +0.0.
+/// What a batch counted: the range of exponents other than +0.0's, which contexts (bit c) its
+/// groups used, and how many values were +0.0.
 pub(super) struct Span {
     exponents: Range<usize>,
     contexts: u32,
@@ -792,10 +792,12 @@ impl Model {
     #[inline(always)]
     fn count_batch_body(&mut self, em: &[u16], ctx: &[u8], lanes: usize, at: usize) -> Span {
         // One pass (16-bit lanes throughout: a batch has at most 4096 values, of which +0.0).
+        // +0.0 (`ZERO_EM`, the only symbol from 0x1000 on) is left out of the range: its
+        // row is merged apart, not with every row between it and the exponents used.
         let (mut lo, mut hi, mut zeros) = (0x1fffu16, 0u16, 0u16);
         for &v in em {
             lo = lo.min(v & 0x1fff);
-            hi = hi.max(v & 0x1fff);
+            hi = hi.max(v & 0xfff);
             zeros += u16::from(v == ZERO_EM);
         }
         let (lo, hi) = (lo as usize, hi as usize);
@@ -843,13 +845,18 @@ impl Model {
 
     #[inline(always)]
     fn end_batch_body(&mut self, span: Span) {
-        let exponents = span.exponents.start..span.exponents.end.min(ZERO + 1);
+        let exponents = span.exponents.start..span.exponents.end.min(ZERO);
+        let zero = (span.zeros > 0).then_some(ZERO);
         let stride = self.ctxs << 13;
+        // Sums kept in locals while the rows are merged (not read and written back per row).
+        let (mut e_lo, mut e_hi) = (self.e_lo, self.e_hi);
+        let (mut gm, mut gm_add, mut g_add) = ([0u32; 16], 0u32, 0u32);
         for c in 0..self.ctxs {
             if span.contexts >> c & 1 == 0 {
                 continue;
             }
-            for e in exponents.clone() {
+            let mut c_add = 0u32;
+            for e in exponents.clone().chain(zero) {
                 let at = c << 13 | e << 4;
                 let mut row = [0u32; 16];
                 for p in 0..2 {
@@ -859,33 +866,41 @@ impl Model {
                         *h = 0;
                     }
                 }
-                let sum: u32 = row.iter().sum();
-                if sum == 0 {
-                    continue;
-                }
-                if e < ZERO {
-                    self.e_lo = self.e_lo.min(e);
-                    self.e_hi = self.e_hi.max(e);
-                }
+                let sum = row_sum(&row);
+                // Without a branch on `sum` (rows with and without counts alternate at
+                // random): an empty row adds nothing.
                 for (n, r) in self.m_counts[e].iter_mut().zip(row) {
                     *n += r;
                 }
                 if e < ZERO {
-                    for (n, r) in self.gm.iter_mut().zip(row) {
+                    // All ones if the row is empty: no lower `e_lo`, no higher `e_hi`.
+                    let empty = usize::from(sum == 0).wrapping_neg();
+                    e_lo = e_lo.min(e | empty);
+                    e_hi = e_hi.max(e & !empty);
+                    for (n, r) in gm.iter_mut().zip(row) {
                         *n += r;
                     }
-                    self.gm_total += sum;
+                    gm_add += sum;
                 }
                 self.m_total[e] += sum;
                 self.e_counts[c][e] += sum;
-                self.e_total[c] += sum;
+                c_add += sum;
                 if self.ctxs > 1 {
                     self.global[e] += sum;
-                    self.g_total += sum;
                 }
             }
+            self.e_total[c] += c_add;
+            g_add += c_add;
         }
-        for e in exponents.start..exponents.end.min(ZERO) {
+        (self.e_lo, self.e_hi) = (e_lo, e_hi);
+        for (n, r) in self.gm.iter_mut().zip(gm) {
+            *n += r;
+        }
+        self.gm_total += gm_add;
+        if self.ctxs > 1 {
+            self.g_total += g_add;
+        }
+        for e in exponents.clone() {
             if self.m_total[e] >= self.m_min && due(self.m_total[e], self.m_fit[e], self.m_lazy) {
                 self.refit_m(e);
             }
@@ -920,6 +935,14 @@ impl Model {
             }
         }
     }
+}
+
+/// The sum of a row of counts, added in halves (a few vector adds, not one lane at a time).
+#[inline(always)]
+fn row_sum(row: &[u32; 16]) -> u32 {
+    let half: [u32; 8] = std::array::from_fn(|i| row[i] + row[i + 8]);
+    let quarter: [u32; 4] = std::array::from_fn(|i| half[i] + half[i + 4]);
+    quarter[0] + quarter[1] + quarter[2] + quarter[3]
 }
 
 /// Halves `counts` (rounding up) if their `total` reached `limit`; returns their total.
@@ -1741,6 +1764,16 @@ mod tests {
         w
     }
 
+    /// Weights with every 13th value scaled down by up to `2^-(depth - 1)`: the block's
+    /// exponents span more than 64 (or 128) as they come.
+    fn outliers(n: usize, depth: usize) -> Vec<f32> {
+        let mut w = weights(n, 41);
+        for (i, v) in w.iter_mut().enumerate().step_by(13) {
+            *v *= (2f32).powi(-((i / 13 % depth) as i32));
+        }
+        w
+    }
+
     #[test]
     fn local_scale_is_modelled() {
         // The same values with the rows' scales in order and shuffled: only the exponent
@@ -1915,7 +1948,12 @@ mod tests {
         let rows = to_bytes(DType::F16, &scaled_rows(100_000));
         let rows32 = to_bytes(DType::F32, &scaled_rows(300_000));
         let wide = to_bytes(DType::F32, &wide_rows(200_000));
+        // Exponent windows of 65 to 128, and of more than 128.
+        let deep = to_bytes(DType::F32, &outliers(100_000, 90));
+        let deeper = to_bytes(DType::F32, &outliers(100_000, 140));
         let cases = [
+            (&deep, DType::F32),
+            (&deeper, DType::F32),
             (&wide, DType::F32),
             (&rows, DType::F16),
             (&rows32, DType::F32),

@@ -31,6 +31,8 @@ pub(super) unsafe fn groups<const R: usize>(
     let m12 = _mm512_set1_epi32(0xfff);
     let low16 = _mm512_set1_epi32(0xffff);
     let thirty_two = _mm512_set1_epi32(32);
+    let sixty_four = _mm512_set1_epi32(64);
+    let one_twenty_eight = _mm512_set1_epi32(128);
     let m9 = _mm512_set1_epi32(0x1ff);
     let m8 = _mm512_set1_epi32(0xff);
     let m4 = _mm512_set1_epi32(15);
@@ -57,10 +59,14 @@ pub(super) unsafe fn groups<const R: usize>(
         let e_dec = model.e_dec[c * E_STRIDE..].as_ptr() as *const i32;
         let row = &model.e_enc[c];
         let e_enc = row.as_ptr() as *const i32;
-        // With at most 64 exponents from the lowest to the highest, their slot ranges are
-        // looked up in registers (a gather costs far more than a permutation).
-        let (lowest, span) = model.e_window();
-        let window: [__m512i; 4] = std::array::from_fn(|t| match span <= 64 {
+        // The slot ranges of the (at most) 128 highest exponents are looked up in registers
+        // (a gather costs far more than a few permutations); with more, the lanes that hold
+        // one below them (rare in weights: under 2^-127 of the largest) gather theirs. Only
+        // the registers the window reaches are loaded: it ends at the row's 256th entry at
+        // most.
+        let (lowest, all) = model.e_window();
+        let (lowest, span) = (lowest + all.saturating_sub(128), all.min(128));
+        let window: [__m512i; 8] = std::array::from_fn(|t| match 16 * t < span {
             true => _mm512_loadu_si512(row[lowest + 16 * t..].as_ptr().cast()),
             false => _mm512_setzero_si512(),
         });
@@ -86,7 +92,24 @@ pub(super) unsafe fn groups<const R: usize>(
                 let high = _mm512_permutex2var_epi32(window[2], at, window[3]);
                 _mm512_mask_blend_epi32(_mm512_test_epi32_mask(at, thirty_two), low, high)
             } else {
-                _mm512_i32gather_epi32::<4>(e[r], e_enc)
+                let at = _mm512_sub_epi32(e[r], lowest);
+                let half = |w: &[__m512i]| {
+                    let low = _mm512_permutex2var_epi32(w[0], at, w[1]);
+                    let high = _mm512_permutex2var_epi32(w[2], at, w[3]);
+                    _mm512_mask_blend_epi32(_mm512_test_epi32_mask(at, thirty_two), low, high)
+                };
+                let (low, high) = (half(&window[..4]), half(&window[4..]));
+                let d = _mm512_mask_blend_epi32(_mm512_test_epi32_mask(at, sixty_four), low, high);
+                // Exponents below the window wrap to a large `at` (+0.0 and escaped lanes
+                // take other entries below).
+                let below = match all > 128 {
+                    true => _mm512_cmpge_epu32_mask(at, one_twenty_eight) & !(zero[r] | esc[r]),
+                    false => 0,
+                };
+                match below {
+                    0 => d,
+                    _ => _mm512_mask_i32gather_epi32::<4>(d, below, e[r], e_enc),
+                }
             };
             let d = _mm512_mask_mov_epi32(d, zero[r], zero_entry);
             let d = _mm512_mask_mov_epi32(d, esc[r], escape_entry);
