@@ -135,7 +135,7 @@ fn whole(path: &str, data: &[u8], raw: Option<DType>) {
     };
     let (td, ()) = best_of_n(decode_reps, || {
         back.clear();
-        sep::decompress_bytes(&packed, &mut back, &opts).expect("decompress");
+        sep::decompress_to_vec(&packed, &mut back, &opts).expect("decompress");
     });
     assert!(back == data, "round trip failed");
     let mb = data.len() as f64 / 1e6;

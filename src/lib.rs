@@ -153,6 +153,12 @@ pub fn decompress_bytes(archive: &[u8], mut output: impl Write, opts: &Options) 
     pipeline::decompress(&mut InMemory::new(archive), &mut output, opts)
 }
 
+/// `decompress_bytes` onto the end of `out`, which is left as it was if the archive is
+/// refused; with one thread, each block is decoded straight into `out`.
+pub fn decompress_to_vec(archive: &[u8], out: &mut Vec<u8>, opts: &Options) -> Result<Stats> {
+    pipeline::decompress_to_vec(&mut InMemory::new(archive), out, opts)
+}
+
 /// `decompress_bytes` of a mapped archive, whose pages are given back as blocks finish.
 pub fn decompress_mapped(
     archive: &memmap2::Mmap,

@@ -67,6 +67,14 @@ fn in_place_coding_matches_streaming_at_any_thread_count_and_kernel_level() {
             let mut b = Vec::new();
             sep::decompress_mapped(&amap, &mut b, &o).unwrap();
             assert!(b == data, "{name}: mapped decode differs");
+            // Appended after what the vector held (one thread: decoded in place, every block
+            // after the first appended to earlier ones).
+            let mut c = b"held".to_vec();
+            sep::decompress_to_vec(&streamed, &mut c, &o).unwrap();
+            assert!(
+                c[..4] == *b"held" && c[4..] == data,
+                "{name}: decode into a vector differs"
+            );
         }
     }
 }
@@ -97,6 +105,21 @@ fn damaged_archives_are_refused_in_memory_too() {
     let mut longer = archive.clone();
     longer.push(0);
     assert!(sep::decompress_bytes(&longer, std::io::sink(), &o).is_err());
+    // Decoding into a vector (in place, on one thread): refused, and the vector as it was.
+    let one = opts(1, KernelLevel::detect(), 2 << 10);
+    let mut held = b"held".to_vec();
+    for cut in (0..archive.len()).step_by(97) {
+        assert!(sep::decompress_to_vec(&archive[..cut], &mut held, &one).is_err());
+        assert_eq!(held, b"held", "truncated at {cut}: output left behind");
+    }
+    for at in (0..archive.len()).step_by(89) {
+        let mut bad = archive.clone();
+        bad[at] ^= 0x10;
+        assert!(sep::decompress_to_vec(&bad, &mut held, &one).is_err());
+        assert_eq!(held, b"held", "flip at {at}: output left behind");
+    }
+    assert!(sep::decompress_to_vec(&longer, &mut held, &one).is_err());
+    assert_eq!(held, b"held");
 }
 
 #[test]

@@ -367,15 +367,142 @@ pub(crate) fn compress<'a>(
     })
 }
 
+/// Where decompressed blocks go.
+enum Out<'o, W> {
+    /// A writer, given each block's bytes.
+    Writer(&'o mut W),
+    /// A vector the blocks are appended to (with one thread, decoded straight into it).
+    Vec(&'o mut Vec<u8>),
+}
+
 /// Decompresses a complete archive from `input` into `output`, verifying every checksum.
 pub(crate) fn decompress<'a>(
     input: &mut impl Source<'a>,
     output: &mut impl Write,
     opts: &Options,
 ) -> Result<Stats> {
+    let stats = decode_archive(input, &mut Out::Writer(output), opts)?;
+    output.flush()?;
+    Ok(stats)
+}
+
+/// `decompress` onto the end of `out`, which is left as it was if the archive is refused.
+pub(crate) fn decompress_to_vec<'a>(
+    input: &mut impl Source<'a>,
+    out: &mut Vec<u8>,
+    opts: &Options,
+) -> Result<Stats> {
+    let start = out.len();
+    let result = decode_archive(input, &mut Out::<std::io::Sink>::Vec(out), opts);
+    if result.is_err() {
+        out.truncate(start);
+    }
+    result
+}
+
+/// What every block's decoder needs besides its payload.
+struct BlockDecoder<'a> {
+    header: &'a Header,
+    model: &'a ModelConfig,
+    backend: CpuBackend,
+    progress: ProgressFn<'a>,
+    /// Buffers for decoders that cannot append to the output they are given.
+    blocks: &'a Buffers,
+}
+
+impl BlockDecoder<'_> {
+    /// Appends block `index` (record `rec`, checked payload `payload`) to `data` and returns
+    /// the xxh3-64 of its bytes, checked against the record.
+    fn decode(
+        &self,
+        index: usize,
+        rec: &BlockRecord,
+        payload: &[u8],
+        data: &mut Vec<u8>,
+    ) -> Result<u64> {
+        let raw_len = rec.raw_len as usize;
+        let start = data.len();
+        if start > 0 && rec.codec != Codec::Tensor {
+            // Decoders that write from the buffer's start (or return their own): decoded apart.
+            let mut apart = self.blocks.empty(raw_len);
+            let hash = self.decode(index, rec, payload, &mut apart)?;
+            data.extend_from_slice(&apart);
+            self.blocks.give(apart);
+            return Ok(hash);
+        }
+        let version = self.header.version;
+        // The tensor codec hashes its output as it writes it; the others' is hashed after.
+        let mut streamed = None;
+        match rec.codec {
+            Codec::Stored => {
+                data.extend_from_slice(payload);
+                // The payload checksum, checked, is then the data's.
+                if rec.payload_hash == rec.raw_hash {
+                    streamed = Some(rec.raw_hash);
+                }
+            }
+            // Codecs that return their own buffer: the pooled one goes back for later blocks.
+            Codec::Model => {
+                let decoded = self
+                    .backend
+                    .decode(payload, raw_len, self.model, self.progress)?;
+                self.blocks.give(std::mem::replace(data, decoded));
+            }
+            Codec::Tensor => {
+                streamed = Some(hashed(|seen| {
+                    crate::tensor::decode_version(payload, raw_len, version, data, seen)
+                })?);
+            }
+            Codec::Header => {
+                let decoded = crate::tensor::header::decode(payload, raw_len)?;
+                self.blocks.give(std::mem::replace(data, decoded));
+            }
+            Codec::Recent if version >= 10 => {
+                crate::tensor::recent::decode(payload, raw_len, version, data)?
+            }
+            Codec::Scaled if version >= 10 => {
+                crate::tensor::scaled::decode(payload, raw_len, version, data)?
+            }
+            Codec::Repeated if version >= 12 => {
+                streamed = Some(hashed(|seen| {
+                    crate::tensor::repeated::decode(payload, raw_len, version, data, seen)
+                })?);
+            }
+            Codec::Copies if version >= 13 => {
+                crate::tensor::copies::decode(payload, raw_len, version, data)?
+            }
+            Codec::Recent | Codec::Scaled | Codec::Repeated | Codec::Copies => {
+                return Err(Error::Corrupt(format!(
+                    "block {index}: codec {} in a version {} archive",
+                    rec.codec.name(),
+                    version
+                )))
+            }
+            Codec::Zstd => {
+                crate::coder::zstd::decompress_to(payload, data)
+                    .map_err(|e| Error::Corrupt(format!("zstd block {index}: {e}")))?;
+            }
+        }
+        if rec.codec != Codec::Model {
+            (self.progress)(rec.raw_len);
+        }
+        let block = data.get(start..).unwrap_or_default();
+        let hash = streamed.unwrap_or_else(|| xxh3_64(block));
+        if block.len() != raw_len || hash != rec.raw_hash {
+            return Err(Error::Checksum(format!("block {index}")));
+        }
+        Ok(hash)
+    }
+}
+
+/// Decodes a complete archive from `input` into `out`, verifying every checksum.
+fn decode_archive<'a, W: Write>(
+    input: &mut impl Source<'a>,
+    out: &mut Out<'_, W>,
+    opts: &Options,
+) -> Result<Stats> {
     opts.validate()?;
     set_level(opts.kernels);
-    let backend = CpuBackend::default();
     let (header, header_len) = Header::read(input)?;
     if header.engine_version != ENGINE_VERSION {
         return Err(Error::EngineVersion {
@@ -398,127 +525,88 @@ pub(crate) fn decompress<'a>(
     let room = header.block_size.min(ROOM_MAX) as usize;
     let (payloads, blocks) = (Buffers::new(), Buffers::with_room(room));
     let returns = input.returns();
-    run_ordered(
-        opts.threads,
-        || {
-            if at_end {
-                return Ok(None);
+    let decoder = BlockDecoder {
+        header: &header,
+        model: &model,
+        backend: CpuBackend::default(),
+        progress,
+        blocks: &blocks,
+    };
+    let mut source = || {
+        if at_end {
+            return Ok(None);
+        }
+        match BlockRecord::read_next(input, header.block_size)? {
+            Next::End => {
+                at_end = true;
+                Ok(None)
             }
-            match BlockRecord::read_next(input, header.block_size)? {
-                Next::End => {
-                    at_end = true;
-                    Ok(None)
+            Next::Block(rec) => {
+                let want = rec.payload_len as usize;
+                let (payload, hash) = input.next_bytes(want, &payloads)?;
+                if payload.len() < want {
+                    return Err(Error::Truncated("inside a block"));
                 }
-                Next::Block(rec) => {
-                    let want = rec.payload_len as usize;
-                    let (payload, hash) = input.next_bytes(want, &payloads)?;
-                    if payload.len() < want {
-                        return Err(Error::Truncated("inside a block"));
-                    }
-                    if hash != rec.payload_hash {
-                        return Err(Error::Checksum(format!("block {}", seen.len())));
-                    }
-                    seen.push(TableEntry {
-                        offset,
-                        raw_len: rec.raw_len,
-                        payload_len: rec.payload_len,
-                        codec: rec.codec,
-                    });
-                    offset += BlockRecord::LEN + rec.payload_len;
-                    Ok(Some((seen.len() - 1, rec, payload)))
+                if hash != rec.payload_hash {
+                    return Err(Error::Checksum(format!("block {}", seen.len())));
                 }
+                seen.push(TableEntry {
+                    offset,
+                    raw_len: rec.raw_len,
+                    payload_len: rec.payload_len,
+                    codec: rec.codec,
+                });
+                offset += BlockRecord::LEN + rec.payload_len;
+                Ok(Some((seen.len() - 1, rec, payload)))
             }
-        },
-        |(index, rec, payload): (usize, BlockRecord, Bytes<'a>)| -> Result<(Bytes<'a>, u64)> {
-            let raw_len = rec.raw_len as usize;
-            let mut data = blocks.empty(raw_len);
-            // The tensor codec hashes its output as it writes it; the others' is hashed after.
-            let mut streamed = None;
-            match rec.codec {
-                Codec::Stored => {
+        }
+    };
+    match out {
+        // One thread into memory: each block decoded where it belongs (there is no write to
+        // overlap with the next block's decoding).
+        Out::Vec(v) if opts.threads == 1 => {
+            while let Some((index, rec, payload)) = source()? {
+                let start = v.len();
+                let raw_hash = decoder.decode(index, &rec, &payload, v)?;
+                returns.give(payload, &payloads);
+                hasher.block(&v[start..], raw_hash);
+                total += rec.raw_len;
+            }
+        }
+        _ => run_ordered(
+            opts.threads,
+            source,
+            |(index, rec, payload): (usize, BlockRecord, Bytes<'a>)| -> Result<(Bytes<'a>, u64)> {
+                if rec.codec == Codec::Stored {
                     // The bytes are the payload's, passed on as they are.
-                    blocks.give(data);
                     progress(rec.raw_len);
                     // The payload checksum, checked, is then the data's.
-                    if payload.len() != raw_len
+                    if payload.len() != rec.raw_len as usize
                         || (rec.payload_hash != rec.raw_hash && xxh3_64(&payload) != rec.raw_hash)
                     {
                         return Err(Error::Checksum(format!("block {index}")));
                     }
                     return Ok((payload, rec.raw_hash));
                 }
-                // Codecs that return their own buffer: the pooled one goes back for later blocks.
-                Codec::Model => {
-                    let decoded = backend.decode(&payload, raw_len, &model, progress)?;
-                    blocks.give(std::mem::replace(&mut data, decoded));
+                let mut data = blocks.empty(rec.raw_len as usize);
+                let hash = decoder.decode(index, &rec, &payload, &mut data)?;
+                returns.give(payload, &payloads);
+                Ok((Bytes::Pooled(data), hash))
+            },
+            |done| {
+                let (data, raw_hash) = done?;
+                hasher.block(&data, raw_hash);
+                total += data.len() as u64;
+                match out {
+                    Out::Writer(w) => w.write_all(&data)?,
+                    Out::Vec(v) => v.extend_from_slice(&data),
                 }
-                Codec::Tensor => {
-                    streamed = Some(hashed(|seen| {
-                        crate::tensor::decode_version(
-                            &payload,
-                            raw_len,
-                            header.version,
-                            &mut data,
-                            seen,
-                        )
-                    })?);
-                }
-                Codec::Header => {
-                    let decoded = crate::tensor::header::decode(&payload, raw_len)?;
-                    blocks.give(std::mem::replace(&mut data, decoded));
-                }
-                Codec::Recent if header.version >= 10 => {
-                    crate::tensor::recent::decode(&payload, raw_len, header.version, &mut data)?
-                }
-                Codec::Scaled if header.version >= 10 => {
-                    crate::tensor::scaled::decode(&payload, raw_len, header.version, &mut data)?
-                }
-                Codec::Repeated if header.version >= 12 => {
-                    streamed = Some(hashed(|seen| {
-                        crate::tensor::repeated::decode(
-                            &payload,
-                            raw_len,
-                            header.version,
-                            &mut data,
-                            seen,
-                        )
-                    })?);
-                }
-                Codec::Copies if header.version >= 13 => {
-                    crate::tensor::copies::decode(&payload, raw_len, header.version, &mut data)?
-                }
-                Codec::Recent | Codec::Scaled | Codec::Repeated | Codec::Copies => {
-                    return Err(Error::Corrupt(format!(
-                        "block {index}: codec {} in a version {} archive",
-                        rec.codec.name(),
-                        header.version
-                    )))
-                }
-                Codec::Zstd => {
-                    crate::coder::zstd::decompress_to(&payload, &mut data)
-                        .map_err(|e| Error::Corrupt(format!("zstd block {index}: {e}")))?;
-                }
-            }
-            if rec.codec != Codec::Model {
-                progress(rec.raw_len);
-            }
-            returns.give(payload, &payloads);
-            let hash = streamed.unwrap_or_else(|| xxh3_64(&data));
-            if data.len() != raw_len || hash != rec.raw_hash {
-                return Err(Error::Checksum(format!("block {index}")));
-            }
-            Ok((Bytes::Pooled(data), rec.raw_hash))
-        },
-        |done| {
-            let (data, raw_hash) = done?;
-            hasher.block(&data, raw_hash);
-            total += data.len() as u64;
-            output.write_all(&data)?;
-            returns.give(data, &blocks);
-            Ok(())
-        },
-        |(_, rec, _)| rec.raw_len <= INLINE_MAX as u64,
-    )?;
+                returns.give(data, &blocks);
+                Ok(())
+            },
+            |(_, rec, _)| rec.raw_len <= INLINE_MAX as u64,
+        )?,
+    }
     if !at_end {
         return Err(Error::Truncated("missing end of archive"));
     }
@@ -537,7 +625,6 @@ pub(crate) fn decompress<'a>(
             "trailing data after the end of the archive".into(),
         ));
     }
-    output.flush()?;
     Ok(Stats {
         original_bytes: total,
         archive_bytes: offset + trailer.encoded_len(),
