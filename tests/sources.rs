@@ -69,11 +69,26 @@ fn in_place_coding_matches_streaming_at_any_thread_count_and_kernel_level() {
             assert!(b == data, "{name}: mapped decode differs");
             // Appended after what the vector held (one thread: decoded in place, every block
             // after the first appended to earlier ones).
-            let mut c = b"held".to_vec();
+            let mut c = Vec::with_capacity(4 + data.len());
+            c.extend_from_slice(b"held");
+            let buffer = c.as_ptr();
             sep::decompress_to_vec(&streamed, &mut c, &o).unwrap();
             assert!(
                 c[..4] == *b"held" && c[4..] == data,
                 "{name}: decode into a vector differs"
+            );
+            // With room enough, the vector keeps its buffer (no block's buffer replaces it).
+            assert_eq!(
+                c.as_ptr(),
+                buffer,
+                "{name}: the vector's buffer was replaced"
+            );
+            let mut d = Vec::with_capacity(data.len());
+            let buffer = d.as_ptr();
+            sep::decompress_to_vec(&streamed, &mut d, &o).unwrap();
+            assert!(
+                d == data && d.as_ptr() == buffer,
+                "{name}: into an empty vector"
             );
         }
     }

@@ -411,21 +411,25 @@ struct BlockDecoder<'a> {
 }
 
 impl BlockDecoder<'_> {
-    /// Appends block `index` (record `rec`, checked payload `payload`) to `data` and returns
-    /// the xxh3-64 of its bytes, checked against the record.
+    /// Appends block `index` (record `rec`, checked payload `payload`) to `data` (a pooled
+    /// buffer if `pooled`, else the caller's output) and returns the xxh3-64 of its bytes,
+    /// checked against the record.
     fn decode(
         &self,
         index: usize,
         rec: &BlockRecord,
         payload: &[u8],
         data: &mut Vec<u8>,
+        pooled: bool,
     ) -> Result<u64> {
         let raw_len = rec.raw_len as usize;
         let start = data.len();
-        if start > 0 && rec.codec != Codec::Tensor {
-            // Decoders that write from the buffer's start (or return their own): decoded apart.
+        let appends = matches!(rec.codec, Codec::Tensor | Codec::Stored);
+        if !appends && (start > 0 || !pooled) {
+            // Decoders that write from the buffer's start, or return their own buffer (which
+            // would replace the caller's): decoded apart, then appended.
             let mut apart = self.blocks.empty(raw_len);
-            let hash = self.decode(index, rec, payload, &mut apart)?;
+            let hash = self.decode(index, rec, payload, &mut apart, true)?;
             data.extend_from_slice(&apart);
             self.blocks.give(apart);
             return Ok(hash);
@@ -567,7 +571,7 @@ fn decode_archive<'a, W: Write>(
         Out::Vec(v) if opts.threads == 1 => {
             while let Some((index, rec, payload)) = source()? {
                 let start = v.len();
-                let raw_hash = decoder.decode(index, &rec, &payload, v)?;
+                let raw_hash = decoder.decode(index, &rec, &payload, v, false)?;
                 returns.give(payload, &payloads);
                 hasher.block(&v[start..], raw_hash);
                 total += rec.raw_len;
@@ -589,7 +593,7 @@ fn decode_archive<'a, W: Write>(
                     return Ok((payload, rec.raw_hash));
                 }
                 let mut data = blocks.empty(rec.raw_len as usize);
-                let hash = decoder.decode(index, &rec, &payload, &mut data)?;
+                let hash = decoder.decode(index, &rec, &payload, &mut data, true)?;
                 returns.give(payload, &payloads);
                 Ok((Bytes::Pooled(data), hash))
             },
