@@ -910,10 +910,20 @@ impl Model {
                 self.gm_total = halve(&mut self.gm, self.gm_total, G_HALVE);
                 self.gm_fit.iter_mut().for_each(|g| *g >>= 1);
             }
-            // Exponents with few counts of their own follow the block's mantissa tops.
+            // Exponents with few counts of their own follow the block's mantissa tops; those
+            // with none (between a block's rare small exponents and the rest) all get the
+            // same table, fitted once.
+            let mut empty = None;
             for e in self.e_lo..=self.e_hi {
                 if (self.m_total[e] as u64) < M_PRIOR && due(self.gm_total, self.gm_fit[e], 1) {
-                    self.refit_m(e);
+                    match (self.m_total[e], empty) {
+                        (0, Some(fitted)) => self.copy_m(fitted, e),
+                        (0, None) => {
+                            self.refit_m(e);
+                            empty = Some(e);
+                        }
+                        _ => self.refit_m(e),
+                    }
                 }
             }
         }
