@@ -5,7 +5,8 @@
 //! `SEP_REPS` runs (best kept); `SEP_ONLY=encode|decode` repeats one half only (profiles);
 //! `SEP_SEGMENTS=1` also prints each tensor segment's size, ratio and speeds.
 //! `SEP_WHOLE=1` measures the whole product instead, on one thread, in memory: every block as
-//! `sep compress` codes it (header, the codec each block is given), checksums included; ratio
+//! `sep compress` codes it (header, the codec each block is given), checksums included, and
+//! decoded with `decompress_to_vec` (`SEP_WRITER=1`: `decompress_bytes` into a writer); ratio
 //! and speeds are of the whole file (`SEP_ONLY=encode` decodes once, untimed); `SEP_ZSTD=19`
 //! also times zstd at that level on the same data and thread, and gives sep's speeds as multiples
 //! of its.
@@ -128,6 +129,8 @@ fn whole(path: &str, data: &[u8], raw: Option<DType>) {
         _ => best_of(compress),
     };
     let mut back = Vec::with_capacity(data.len());
+    // SEP_WRITER=1 decodes through a writer (`decompress_bytes`), each block copied to it.
+    let writer = std::env::var_os("SEP_WRITER").is_some();
     // SEP_ONLY=encode decodes once (a round-trip check), untimed.
     let decode_reps = match only.as_str() {
         "encode" => 1,
@@ -135,7 +138,11 @@ fn whole(path: &str, data: &[u8], raw: Option<DType>) {
     };
     let (td, ()) = best_of_n(decode_reps, || {
         back.clear();
-        sep::decompress_to_vec(&packed, &mut back, &opts).expect("decompress");
+        match writer {
+            true => sep::decompress_bytes(&packed, &mut back, &opts),
+            false => sep::decompress_to_vec(&packed, &mut back, &opts),
+        }
+        .expect("decompress");
     });
     assert!(back == data, "round trip failed");
     let mb = data.len() as f64 / 1e6;
