@@ -149,3 +149,39 @@ fn empty_and_tiny_inputs_in_memory() {
     }
     assert!(sep::decompress_bytes(b"", std::io::sink(), &o).is_err());
 }
+
+#[test]
+fn dequantized_blocks_decode_into_a_vector_in_place() {
+    // int4 levels times a scale per row of 64, as dequantized weights: the scaled-integers
+    // codec, whose blocks one thread decodes straight into the vector.
+    let mut x = 7u64;
+    let mut data = Vec::new();
+    for row in 0..8192 {
+        let scale = 0.001 + row as f32 * 1e-6;
+        for _ in 0..64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let q = (x % 16) as f32 - 8.0;
+            data.extend_from_slice(&(q * scale).to_le_bytes());
+        }
+    }
+    let o = Options {
+        dtype: Some(sep::tensor::DType::F32),
+        ..opts(1, KernelLevel::detect(), 1 << 20)
+    };
+    let mut archive = Vec::new();
+    sep::compress_bytes(&data, &mut archive, &o).unwrap();
+    let info = sep::inspect(std::io::Cursor::new(&archive)).unwrap();
+    let codecs: Vec<&str> = info.trailer.table.iter().map(|e| e.codec.name()).collect();
+    assert!(codecs.contains(&"scaled"), "codecs {codecs:?}");
+    for kernels in [KernelLevel::Scalar, KernelLevel::detect()] {
+        let o = opts(1, kernels, 1 << 20);
+        let mut out = Vec::with_capacity(4 + data.len());
+        out.extend_from_slice(b"held");
+        let buffer = out.as_ptr();
+        sep::decompress_to_vec(&archive, &mut out, &o).unwrap();
+        assert!(out[..4] == *b"held" && out[4..] == data, "{kernels:?}");
+        assert_eq!(out.as_ptr(), buffer, "the vector's buffer was replaced");
+    }
+}

@@ -424,7 +424,10 @@ impl BlockDecoder<'_> {
     ) -> Result<u64> {
         let raw_len = rec.raw_len as usize;
         let start = data.len();
-        let appends = matches!(rec.codec, Codec::Tensor | Codec::Stored);
+        let appends = matches!(
+            rec.codec,
+            Codec::Tensor | Codec::Stored | Codec::Scaled | Codec::Recent
+        );
         if !appends && (start > 0 || !pooled) {
             // Decoders that write from the buffer's start, or return their own buffer (which
             // would replace the caller's): decoded apart, then appended.

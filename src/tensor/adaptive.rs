@@ -467,8 +467,13 @@ mod tests {
     use super::*;
     use crate::testing::xorshift;
 
-    /// Symbols about normal around the middle of `symbols`, with rare new ones.
-    fn symbols(n: usize, symbols: usize, seed: u64) -> Vec<u16> {
+    /// Symbols about normal around `center` (the middle of `symbols` if 0), with rare new
+    /// ones.
+    fn symbols(n: usize, symbols: usize, center: usize, seed: u64) -> Vec<u16> {
+        let center = match center {
+            0 => symbols / 2,
+            c => c,
+        } as u64;
         let mut x = seed;
         (0..n)
             .map(|i| {
@@ -480,7 +485,7 @@ mod tests {
                     let spread = 2 + (i / 1000) as u64 % 40;
                     let a = (r >> 8) % spread;
                     let b = (r >> 24) % spread;
-                    (symbols as u64 / 2 + a - b) as u16
+                    (center + a).saturating_sub(b) as u16
                 }
             })
             .collect()
@@ -488,8 +493,16 @@ mod tests {
 
     #[test]
     fn every_kernel_decodes_what_the_table_coded() {
-        for (n, sym_count, seed) in [(20_000, 2050, 1), (5_003, 300, 2), (70, 12, 3)] {
-            let syms = symbols(n, sym_count, seed);
+        // Symbols in the middle of a large alphabet, of a mid-sized one, of a small one, and
+        // near the start of a large one (the first 32 and beyond, as scaled integers' levels).
+        let cases = [
+            (20_000, 2050, 0, 1),
+            (5_003, 300, 0, 2),
+            (70, 12, 0, 3),
+            (30_000, 2050, 12, 4),
+        ];
+        for (n, sym_count, center, seed) in cases {
+            let syms = symbols(n, sym_count, center, seed);
             let mut tab = Table::new(sym_count, 4, false);
             let mut enc = rans::Encoder::new(n, STATES);
             tab.put_all(&syms, &mut enc);

@@ -349,7 +349,8 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType, size: usize, out: &mut Ve
     enc.finish(out);
 }
 
-/// Decodes a payload of archive format `version` (10 and later) into `out` (`raw_len` bytes).
+/// Decodes a payload of archive format `version` (10 and later), appending its `raw_len` bytes
+/// to `out`.
 pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -> Result<()> {
     let corrupt = |what: &str| Error::Corrupt(format!("recent-values block: {what}"));
     let mut f = Fields::new(payload, "recent-values");
@@ -368,8 +369,9 @@ pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -
     let inner = f.prefixed()?;
     let mut misses = Vec::new();
     super::decode_version(inner, m * w, version, &mut misses, &mut |_| {})?;
-    out.clear();
-    out.resize(raw_len, 0);
+    let start = out.len();
+    out.resize(start + raw_len, 0);
+    let out = &mut out[start..];
     match w {
         2 => decode_w::<2>(f.rest, size, &misses, &mut out[..n * w])?,
         4 => decode_w::<4>(f.rest, size, &misses, &mut out[..n * w])?,
@@ -448,9 +450,11 @@ mod tests {
     fn roundtrip(data: &[u8], dtype: DType, size: usize) -> usize {
         let mut p = Vec::new();
         encode_into(data, dtype, size, &mut p);
-        let mut out = Vec::new();
+        // Appended after what `out` held.
+        let mut out = b"held".to_vec();
         decode(&p, data.len(), crate::format::VERSION, &mut out).unwrap();
-        assert!(out == data, "size {size}, {} bytes", data.len());
+        assert!(out[..4] == *b"held", "size {size}: overwritten");
+        assert!(out[4..] == *data, "size {size}, {} bytes", data.len());
         p.len()
     }
 

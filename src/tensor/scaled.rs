@@ -650,8 +650,8 @@ fn write(data: &[u8], form: Form, coded: Coded, out: &mut Vec<u8>) {
     enc.finish(out);
 }
 
-/// Decodes a payload of archive format `version` (10 and later; bf16 and f16 from 11) into
-/// `out` (`raw_len` bytes).
+/// Decodes a payload of archive format `version` (10 and later; bf16 and f16 from 11),
+/// appending its `raw_len` bytes to `out`.
 pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -> Result<()> {
     let mut f = Fields::new(payload, "scaled-integers");
     let form = match DType::from_tag(f.take(1)?[0])? {
@@ -776,9 +776,9 @@ fn values<const W: usize, const F: u8>(
     let inner = f.prefixed()?;
     let mut misses = Vec::new();
     super::decode_version(inner, m * W, version, &mut misses, &mut |_| {})?;
-    out.clear();
-    out.resize(raw_len, 0);
-    let (body, end_bytes) = out.split_at_mut(n * W);
+    let start = out.len();
+    out.resize(start + raw_len, 0);
+    let (body, end_bytes) = out[start..].split_at_mut(n * W);
     end_bytes.copy_from_slice(tail);
     let (mut st, mut words) = rans::Decoder::new(f.rest, STATES)?.split();
     let mut tab = Table::new(SYMBOLS, LEVEL + 1, true);
@@ -976,8 +976,10 @@ mod tests {
                 let mut mixed = data[..data.len() / 3 + 1].to_vec();
                 mixed.extend((0..5001).map(|_| xorshift(&mut x) as u8));
                 encode_into(&mixed, form, &mut p);
+                // Appended after what `out` held.
                 decode(&p, mixed.len(), crate::format::VERSION, &mut out).unwrap();
-                assert!(out == mixed, "{form:?} {what} mixed");
+                assert!(out[..data.len()] == data, "{form:?} {what}: overwritten");
+                assert!(out[data.len()..] == mixed, "{form:?} {what} mixed");
                 // A version-10 archive holds no 16-bit scaled block.
                 assert!(decode(&p, mixed.len(), 10, &mut out).is_err());
             }
@@ -1055,8 +1057,10 @@ mod tests {
         assert_eq!(p[10], SCALES_RAW);
         let mut v10 = p.clone();
         v10.remove(10);
+        out.clear();
         decode(&v10, data.len(), 10, &mut out).unwrap();
         assert!(out == data);
+        out.clear();
         decode(&p, data.len(), crate::format::VERSION, &mut out).unwrap();
         assert!(out == data);
         let mut bad = p.clone();

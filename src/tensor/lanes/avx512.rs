@@ -291,6 +291,16 @@ pub(super) unsafe fn adaptive<const BITS: u32>(
     let mask = _mm512_set1_epi32((1 << BITS) - 1);
     let escape = _mm512_set1_epi32(enc.len() as i32 - 1);
     let (slots_at, enc_at) = (slots.as_ptr() as *const i32, enc.as_ptr() as *const i32);
+    // The first 32 symbols' entries in registers: a group whose symbols are all among them
+    // (levels near zero, say) takes them by a permutation, not a gather.
+    let mut first = [0u32; 32];
+    let k = enc.len().min(32);
+    first[..k].copy_from_slice(&enc[..k]);
+    let (low_half, high_half) = (
+        _mm512_loadu_si512(first.as_ptr().cast()),
+        _mm512_loadu_si512(first[16..].as_ptr().cast()),
+    );
+    let thirty_two = _mm512_set1_epi32(32);
     let mut done = 0;
     while done + 16 <= out.len() && pos + 32 <= data.len() {
         let slot = _mm512_and_si512(xs, mask);
@@ -299,7 +309,10 @@ pub(super) unsafe fn adaptive<const BITS: u32>(
         if _mm512_cmpeq_epi32_mask(s, escape) != 0 {
             break;
         }
-        let d = _mm512_i32gather_epi32::<4>(s, enc_at);
+        let d = match _mm512_cmpge_epu32_mask(s, thirty_two) {
+            0 => _mm512_permutex2var_epi32(low_half, s, high_half),
+            _ => _mm512_i32gather_epi32::<4>(s, enc_at),
+        };
         let y = _mm512_add_epi32(
             _mm512_mullo_epi32(_mm512_srli_epi32::<16>(d), _mm512_srli_epi32::<BITS>(xs)),
             _mm512_sub_epi32(slot, _mm512_and_si512(d, low16)),
