@@ -154,7 +154,7 @@ pub fn decompress_bytes(archive: &[u8], mut output: impl Write, opts: &Options) 
 }
 
 /// `decompress_bytes` onto the end of `out`, which is left as it was if the archive is
-/// refused; with one thread, each block is decoded straight into `out`.
+/// refused; with one thread, tensor blocks are decoded straight into `out` (no copy).
 pub fn decompress_to_vec(archive: &[u8], out: &mut Vec<u8>, opts: &Options) -> Result<Stats> {
     pipeline::decompress_to_vec(&mut InMemory::new(archive), out, opts)
 }

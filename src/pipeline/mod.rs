@@ -371,7 +371,7 @@ pub(crate) fn compress<'a>(
 enum Out<'o, W> {
     /// A writer, given each block's bytes.
     Writer(&'o mut W),
-    /// A vector the blocks are appended to (with one thread, decoded straight into it).
+    /// A vector the blocks are appended to (with one thread, tensor blocks decoded into it).
     Vec(&'o mut Vec<u8>),
 }
 
