@@ -185,3 +185,31 @@ fn dequantized_blocks_decode_into_a_vector_in_place() {
         assert_eq!(out.as_ptr(), buffer, "the vector's buffer was replaced");
     }
 }
+
+#[test]
+fn stored_blocks_decode_into_a_vector() {
+    // Random bytes: stored blocks, appended as they are (and refused once damaged).
+    let mut x = 3u64;
+    let data: Vec<u8> = (0..100_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let o = opts(1, KernelLevel::detect(), 32 << 10);
+    let mut archive = Vec::new();
+    sep::compress_bytes(&data, &mut archive, &o).unwrap();
+    let info = sep::inspect(std::io::Cursor::new(&archive)).unwrap();
+    assert!(info.trailer.table.iter().all(|e| e.codec.name() == "stored"));
+    let mut out = b"held".to_vec();
+    sep::decompress_to_vec(&archive, &mut out, &o).unwrap();
+    assert!(out[..4] == *b"held" && out[4..] == data);
+    let mut bad = archive.clone();
+    bad[archive.len() / 2] ^= 1;
+    let mut held = b"held".to_vec();
+    assert!(sep::decompress_to_vec(&bad, &mut held, &o).is_err());
+    assert_eq!(held, b"held");
+    assert!(sep::decompress_bytes(&bad, std::io::sink(), &o).is_err());
+}

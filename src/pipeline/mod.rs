@@ -442,11 +442,9 @@ impl BlockDecoder<'_> {
         let mut streamed = None;
         match rec.codec {
             Codec::Stored => {
+                stored(index, rec, payload)?;
                 data.extend_from_slice(payload);
-                // The payload checksum, checked, is then the data's.
-                if rec.payload_hash == rec.raw_hash {
-                    streamed = Some(rec.raw_hash);
-                }
+                streamed = Some(rec.raw_hash);
             }
             // Codecs that return their own buffer: the pooled one goes back for later blocks.
             Codec::Model => {
@@ -500,6 +498,17 @@ impl BlockDecoder<'_> {
         }
         Ok(hash)
     }
+}
+
+/// Checks a stored block's payload, its bytes as they are, against the record: its length, and
+/// its checksum (the payload's, already checked, where the two are equal).
+fn stored(index: usize, rec: &BlockRecord, payload: &[u8]) -> Result<()> {
+    if payload.len() != rec.raw_len as usize
+        || (rec.payload_hash != rec.raw_hash && xxh3_64(payload) != rec.raw_hash)
+    {
+        return Err(Error::Checksum(format!("block {index}")));
+    }
+    Ok(())
 }
 
 /// Decodes a complete archive from `input` into `out`, verifying every checksum.
@@ -587,12 +596,7 @@ fn decode_archive<'a, W: Write>(
                 if rec.codec == Codec::Stored {
                     // The bytes are the payload's, passed on as they are.
                     progress(rec.raw_len);
-                    // The payload checksum, checked, is then the data's.
-                    if payload.len() != rec.raw_len as usize
-                        || (rec.payload_hash != rec.raw_hash && xxh3_64(&payload) != rec.raw_hash)
-                    {
-                        return Err(Error::Checksum(format!("block {index}")));
-                    }
+                    stored(index, &rec, &payload)?;
                     return Ok((payload, rec.raw_hash));
                 }
                 let mut data = blocks.empty(rec.raw_len as usize);

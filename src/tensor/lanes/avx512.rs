@@ -83,22 +83,19 @@ pub(super) unsafe fn groups<const R: usize>(
             e[r] = _mm512_and_si512(_mm512_i32gather_epi32::<1>(slot, e_dec), m8);
             esc[r] = _mm512_cmpge_epu32_mask(slot, esc_start);
             zero[r] = _mm512_cmpge_epu32_mask(slot, zero_start) & !esc[r];
+            let at = _mm512_sub_epi32(e[r], lowest);
+            // The entries of 64 exponents held in four registers: two permutations, a blend.
+            let of_64 = |w: &[__m512i]| {
+                let low = _mm512_permutex2var_epi32(w[0], at, w[1]);
+                let high = _mm512_permutex2var_epi32(w[2], at, w[3]);
+                _mm512_mask_blend_epi32(_mm512_test_epi32_mask(at, thirty_two), low, high)
+            };
             let d = if span <= 32 {
-                let at = _mm512_sub_epi32(e[r], lowest);
                 _mm512_permutex2var_epi32(window[0], at, window[1])
             } else if span <= 64 {
-                let at = _mm512_sub_epi32(e[r], lowest);
-                let low = _mm512_permutex2var_epi32(window[0], at, window[1]);
-                let high = _mm512_permutex2var_epi32(window[2], at, window[3]);
-                _mm512_mask_blend_epi32(_mm512_test_epi32_mask(at, thirty_two), low, high)
+                of_64(&window[..4])
             } else {
-                let at = _mm512_sub_epi32(e[r], lowest);
-                let half = |w: &[__m512i]| {
-                    let low = _mm512_permutex2var_epi32(w[0], at, w[1]);
-                    let high = _mm512_permutex2var_epi32(w[2], at, w[3]);
-                    _mm512_mask_blend_epi32(_mm512_test_epi32_mask(at, thirty_two), low, high)
-                };
-                let (low, high) = (half(&window[..4]), half(&window[4..]));
+                let (low, high) = (of_64(&window[..4]), of_64(&window[4..]));
                 let d = _mm512_mask_blend_epi32(_mm512_test_epi32_mask(at, sixty_four), low, high);
                 // Exponents below the window wrap to a large `at` (+0.0 and escaped lanes
                 // take other entries below).
