@@ -202,7 +202,11 @@ fn stored_blocks_decode_into_a_vector() {
     let mut archive = Vec::new();
     sep::compress_bytes(&data, &mut archive, &o).unwrap();
     let info = sep::inspect(std::io::Cursor::new(&archive)).unwrap();
-    assert!(info.trailer.table.iter().all(|e| e.codec.name() == "stored"));
+    assert!(info
+        .trailer
+        .table
+        .iter()
+        .all(|e| e.codec.name() == "stored"));
     let mut out = b"held".to_vec();
     sep::decompress_to_vec(&archive, &mut out, &o).unwrap();
     assert!(out[..4] == *b"held" && out[4..] == data);
