@@ -12,7 +12,7 @@ pub enum Error {
     #[error("not a sep archive (bad magic bytes)")]
     NotAnArchive,
     /// The archive was written by a format version this build cannot read.
-    #[error("unsupported archive version {found} (this sep reads versions 1 to {supported})")]
+    #[error("unsupported archive version {found} (this sep reads version {supported})")]
     UnsupportedVersion {
         /// Version found in the archive.
         found: u16,

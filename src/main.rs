@@ -528,11 +528,11 @@ fn run_info(file: PathBuf) -> Result<(), Failure> {
         "ratio:          {:.3}",
         ratio(t.total_len, info.archive_bytes)
     );
-    let of = match sep::format::DataHash::of_blocks(info.header.version) {
-        false => "the data",
-        true => "the block checksums",
-    };
-    let _ = writeln!(s, "checksum:       xxh3-64 {:016x} (of {of})", t.data_hash);
+    let _ = writeln!(
+        s,
+        "checksum:       xxh3-64 {:016x} (of the block checksums)",
+        t.data_hash
+    );
     let _ = writeln!(s, "blocks:         {}", t.table.len());
     let _ = writeln!(
         s,

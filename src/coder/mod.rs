@@ -1,9 +1,8 @@
-//! Entropy coding: model probabilities -> integer frequency tables -> range coding.
+//! Entropy coding: a binary range coder (the neural codec's) and interleaved rANS (the float
+//! codecs').
 
-mod quantize;
 mod range;
 pub mod rans;
 pub mod zstd;
 
-pub use quantize::{quantize, FreqTable, PRECISION, TOTAL};
-pub use range::{LaneDecoder, LaneEncoder};
+pub use range::{BitDecoder, BitEncoder};

@@ -1,39 +1,14 @@
-//! Range coding of one lane through constriction, driven by our integer frequency tables.
+//! Binary range coding through constriction: each bit is coded with the probability the
+//! neural codec's model gives it (a 16-bit P(1), scaled to the coder's 24-bit precision).
 
-use super::quantize::{FreqTable, PRECISION};
 use crate::error::{Error, Result};
 use constriction::stream::model::{DecoderModel, EncoderModel, EntropyModel};
 use constriction::stream::queue::{DefaultRangeDecoder, DefaultRangeEncoder};
 use constriction::stream::{Decode, Encode};
 use std::num::NonZeroU32;
 
-/// Adapter exposing a [`FreqTable`] to constriction's model traits.
-struct TableModel<'a>(&'a FreqTable);
-
-impl EntropyModel<PRECISION> for TableModel<'_> {
-    type Symbol = u8;
-    type Probability = u32;
-}
-
-impl EncoderModel<PRECISION> for TableModel<'_> {
-    #[inline]
-    fn left_cumulative_and_probability(
-        &self,
-        symbol: impl std::borrow::Borrow<u8>,
-    ) -> Option<(u32, NonZeroU32)> {
-        let (left, f) = self.0.left_and_freq(*symbol.borrow());
-        NonZeroU32::new(f).map(|f| (left, f))
-    }
-}
-
-impl DecoderModel<PRECISION> for TableModel<'_> {
-    #[inline]
-    fn quantile_function(&self, quantile: u32) -> (u8, u32, NonZeroU32) {
-        let (s, left, f) = self.0.find(quantile);
-        // Every frequency is >= 1 by construction of FreqTable; fall back defensively anyway.
-        (s, left, NonZeroU32::new(f).unwrap_or(NonZeroU32::MIN))
-    }
-}
+/// Bits of precision of the coder's probabilities.
+const PRECISION: usize = 24;
 
 /// A binary event with P(bit = 1) = p1 / 2^16, p1 in 1..=65535.
 struct BitModel(u32);
@@ -80,23 +55,16 @@ impl DecoderModel<PRECISION> for BitModel {
     }
 }
 
-/// Encodes the bytes of one lane, one frequency table per byte.
+/// Encodes a stream of bits.
 #[derive(Default)]
-pub struct LaneEncoder {
+pub struct BitEncoder {
     inner: DefaultRangeEncoder,
 }
 
-impl LaneEncoder {
+impl BitEncoder {
     /// A fresh encoder with no output yet.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// Encodes `symbol` under `table`.
-    #[inline]
-    pub fn encode(&mut self, symbol: u8, table: &FreqTable) {
-        // Cannot fail: every symbol has a nonzero frequency and the Vec backend is infallible.
-        let _ = self.inner.encode_symbol(symbol, TableModel(table));
     }
 
     /// Encodes one binary event with P(1) = p1 / 2^16 (p1 clamped to 1..=65535).
@@ -106,7 +74,7 @@ impl LaneEncoder {
         let _ = self.inner.encode_symbol(bit, BitModel(p1));
     }
 
-    /// Finishes the lane and returns its bytes (a multiple of 4, little-endian words).
+    /// Finishes the stream and returns its bytes (a multiple of 4, little-endian words).
     pub fn finish(self) -> Vec<u8> {
         let words = match self.inner.into_compressed() {
             Ok(w) => w,
@@ -120,17 +88,17 @@ impl LaneEncoder {
     }
 }
 
-/// Decodes the bytes of one lane, one frequency table per byte.
-pub struct LaneDecoder {
+/// Decodes a stream of bits.
+pub struct BitDecoder {
     inner: DefaultRangeDecoder,
 }
 
-impl LaneDecoder {
-    /// Starts decoding `bytes` as produced by [`LaneEncoder::finish`].
+impl BitDecoder {
+    /// Starts decoding `bytes` as produced by [`BitEncoder::finish`].
     pub fn new(bytes: &[u8]) -> Result<Self> {
         if !bytes.len().is_multiple_of(4) {
             return Err(Error::Corrupt(
-                "coded lane length is not a multiple of 4".into(),
+                "coded stream length is not a multiple of 4".into(),
             ));
         }
         let words: Vec<u32> = bytes
@@ -151,44 +119,11 @@ impl LaneDecoder {
             .decode_symbol(BitModel(p1))
             .map_err(|_| Error::Corrupt("coded data is invalid".into()))
     }
-
-    /// Decodes one symbol under `table`.
-    #[inline]
-    pub fn decode(&mut self, table: &FreqTable) -> Result<u8> {
-        self.inner
-            .decode_symbol(TableModel(table))
-            .map_err(|_| Error::Corrupt("coded data is invalid".into()))
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::coder::quantize;
-
-    #[test]
-    fn round_trip_with_changing_tables() {
-        let data: Vec<u8> = (0..5000u32).map(|i| ((i * i) % 251) as u8).collect();
-        let table_for = |i: usize| {
-            let mut p = [0f32; 256];
-            for (k, x) in p.iter_mut().enumerate() {
-                *x = 1.0 / (1 + (k + i) % 17) as f32;
-            }
-            let mut t = FreqTable::default();
-            quantize(&p, &mut t);
-            t
-        };
-        let mut enc = LaneEncoder::new();
-        for (i, &b) in data.iter().enumerate() {
-            enc.encode(b, &table_for(i));
-        }
-        let bytes = enc.finish();
-        let mut dec = LaneDecoder::new(&bytes).unwrap();
-        for (i, &b) in data.iter().enumerate() {
-            let t = table_for(i);
-            assert_eq!(dec.decode(&t).unwrap(), b);
-        }
-    }
 
     #[test]
     fn bits_round_trip() {
@@ -200,12 +135,12 @@ mod tests {
                 )
             })
             .collect();
-        let mut enc = LaneEncoder::new();
+        let mut enc = BitEncoder::new();
         for &(b, p) in &bits {
             enc.encode_bit(b, p);
         }
         let bytes = enc.finish();
-        let mut dec = LaneDecoder::new(&bytes).unwrap();
+        let mut dec = BitDecoder::new(&bytes).unwrap();
         for &(b, p) in &bits {
             assert_eq!(dec.decode_bit(p).unwrap(), b);
         }
@@ -213,11 +148,10 @@ mod tests {
 
     #[test]
     fn garbage_decodes_without_panic() {
-        let t = FreqTable::default();
-        let mut dec = LaneDecoder::new(&[0xff; 64]).unwrap();
-        for _ in 0..1000 {
-            let _ = dec.decode(&t);
+        let mut dec = BitDecoder::new(&[0xff; 64]).unwrap();
+        for i in 0..1000 {
+            let _ = dec.decode_bit(i * 61);
         }
-        assert!(LaneDecoder::new(&[1, 2, 3]).is_err());
+        assert!(BitDecoder::new(&[1, 2, 3]).is_err());
     }
 }

@@ -11,15 +11,8 @@ use std::io::{Read, Write};
 pub const MAGIC: [u8; 4] = [0x89, b'S', b'E', b'P'];
 /// Last bytes of every archive.
 pub const END_MAGIC: [u8; 4] = [b'S', b'E', b'P', 0x89];
-/// Format version written by this build; it reads versions 1 to this one (version 1 archives
-/// only use the stored and model codecs; version 2 orders a tensor block's rANS symbols value
-/// by value on 4 states; versions 2 to 5 code tensor payloads differently (5: no block prior)
-/// and 2 to 4 have no header codec, 6 counts every value of a tensor block, 6 and 7 start
-/// its coder states empty, 1 to 8 checksum all original bytes in the trailer instead of the
-/// blocks' checksums, 1 to 9 have no recent-values or scaled-integers codec, 10 has scaled
-/// integers for f32 only, 1 to 11 no repeated-values codec, 1 to 12 no copies codec, 13 no
-/// replays in it; otherwise the layout is the same).
-pub const VERSION: u16 = 14;
+/// Format version written by this build, the only one it reads (FORMAT.md states the policy).
+pub const VERSION: u16 = 1;
 /// Largest block size an archive may declare.
 pub const MAX_BLOCK_SIZE: u64 = 1 << 30;
 /// Largest model configuration an archive may declare.
@@ -40,22 +33,20 @@ pub enum Codec {
     Stored,
     /// Payload is one range-coded lane predicted by the configured model.
     Model,
-    /// Payload is a zstd frame (version 2).
+    /// Payload is a zstd frame.
     Zstd,
-    /// Payload is a tensor-path block: float planes + invariant bit packing (version 2).
+    /// Payload is a tensor-path block: float planes + invariant bit packing.
     Tensor,
-    /// Payload is a tensor file's header with its offsets rewritten, in a zstd frame
-    /// (version 5).
+    /// Payload is a tensor file's header with its offsets rewritten, in a zstd frame.
     Header,
-    /// Payload is a tensor block coded as ranks among recent values (version 10).
+    /// Payload is a tensor block coded as ranks among recent values.
     Recent,
-    /// Payload is a tensor block coded as integers times scales (version 10; bf16 and f16
-    /// from 11).
+    /// Payload is a tensor block coded as integers times scales.
     Scaled,
-    /// Payload is a tensor block whose exactly repeated values are coded apart (version 12).
+    /// Payload is a tensor block whose exactly repeated values are coded apart.
     Repeated,
     /// Payload is a tensor block coded as copies of earlier values at row distances, forwards
-    /// or mirrored, and literals (version 13; replays of earlier events from 14).
+    /// or mirrored, and literals, with replays of earlier events.
     Copies,
 }
 
@@ -112,7 +103,7 @@ impl Codec {
 pub struct Header {
     /// Format version (`VERSION` when writing).
     pub version: u16,
-    /// Flags, all reserved (zero) in versions 1 to 4.
+    /// Flags, all reserved (zero).
     pub flags: u16,
     /// Engine determinism version the model blocks were coded with.
     pub engine_version: u32,
@@ -173,7 +164,7 @@ impl Header {
         }
         let fixed: [u8; 20] = read_array(r, "inside the header")?;
         let version = u16_at(&fixed, 0);
-        if !(1..=VERSION).contains(&version) {
+        if version != VERSION {
             return Err(Error::UnsupportedVersion {
                 found: version,
                 supported: VERSION,
@@ -328,33 +319,17 @@ pub struct TableEntry {
     pub codec: Codec,
 }
 
-/// The trailer's whole-data checksum, built block by block: since format version 9 the xxh3-64
-/// of the blocks' original checksums in order (8 bytes each), before it of all original bytes.
+/// The trailer's whole-data checksum, built block by block: the xxh3-64 of the blocks'
+/// original checksums in order (8 bytes each).
+#[derive(Default)]
 pub struct DataHash {
     hasher: checksum::Xxh3,
-    of_blocks: bool,
 }
 
 impl DataHash {
-    /// Nothing taken in yet, for an archive of format `version`.
-    pub fn new(version: u16) -> Self {
-        DataHash {
-            hasher: checksum::Xxh3::new(),
-            of_blocks: Self::of_blocks(version),
-        }
-    }
-
-    /// Whether archives of format `version` checksum the blocks' checksums (else all bytes).
-    pub fn of_blocks(version: u16) -> bool {
-        version >= 9
-    }
-
-    /// Takes in the next block: its original bytes and their (verified) checksum.
-    pub fn block(&mut self, data: &[u8], raw_hash: u64) {
-        match self.of_blocks {
-            true => self.hasher.update(&raw_hash.to_le_bytes()),
-            false => self.hasher.update(data),
-        }
+    /// Takes in the next block's (verified) checksum of its original bytes.
+    pub fn block(&mut self, raw_hash: u64) {
+        self.hasher.update(&raw_hash.to_le_bytes());
     }
 
     /// The checksum of the blocks taken in so far.

@@ -102,11 +102,6 @@ pub struct NeuralModel {
 const SLOT: usize = 16;
 
 impl NeuralModel {
-    /// A fresh model for a block of `len` bytes.
-    pub fn new(cfg: NeuralConfig, len: usize) -> Self {
-        Self::new_in(cfg, len, Workspace::default())
-    }
-
     /// Gives the model's large tables back for the next block.
     pub fn into_workspace(self) -> Workspace {
         Workspace {

@@ -10,8 +10,6 @@ use std::sync::Mutex;
 
 /// Runs the model over blocks.
 pub trait Backend: Sync {
-    /// Short name for messages.
-    fn name(&self) -> &'static str;
     /// Predicts and codes one block; returns the payload.
     fn encode(&self, data: &[u8], model: &ModelConfig, progress: ProgressFn) -> Vec<u8>;
     /// Decodes one block's payload into `raw_len` bytes.
@@ -62,10 +60,6 @@ pub struct CpuBackend {
 }
 
 impl Backend for CpuBackend {
-    fn name(&self) -> &'static str {
-        "cpu"
-    }
-
     fn encode(&self, data: &[u8], model: &ModelConfig, progress: ProgressFn) -> Vec<u8> {
         let ModelConfig::Neural(_, cfg) = model;
         let (payload, ws) = encode_lanes(data, *cfg, self.arena.take(), progress);

@@ -2,7 +2,7 @@
 //! range-codes them (encoding); decoding codes inline, since each prediction needs the bit
 //! before it.
 
-use crate::coder::{LaneDecoder, LaneEncoder};
+use crate::coder::{BitDecoder, BitEncoder};
 use crate::error::{Error, Result};
 use crate::model::{NeuralConfig, NeuralModel, Workspace};
 use crossbeam_channel::bounded;
@@ -41,7 +41,7 @@ pub fn encode_lanes(
     let streams = std::thread::scope(|s| {
         // Consumer: owns the lanes' range coders.
         let consumer = s.spawn(move || {
-            let mut encs: Vec<LaneEncoder> = (0..lanes.count).map(|_| LaneEncoder::new()).collect();
+            let mut encs: Vec<BitEncoder> = (0..lanes.count).map(|_| BitEncoder::new()).collect();
             for mut batch in full_rx {
                 for &e in &batch {
                     let lane = (e >> 17) as usize;
@@ -50,9 +50,7 @@ pub fn encode_lanes(
                 batch.clear();
                 let _ = free_tx.send(batch);
             }
-            encs.into_iter()
-                .map(LaneEncoder::finish)
-                .collect::<Vec<_>>()
+            encs.into_iter().map(BitEncoder::finish).collect::<Vec<_>>()
         });
         // Producer: the model.
         let mut bytes = vec![0u8; lanes.count];
@@ -137,7 +135,7 @@ fn decode_with(
             .checked_add(len)
             .filter(|&e| e <= payload.len())
             .ok_or_else(|| corrupt("lane overruns the payload"))?;
-        decs.push(LaneDecoder::new(&payload[at..end])?);
+        decs.push(BitDecoder::new(&payload[at..end])?);
         at = end;
     }
     if at != payload.len() {

@@ -292,7 +292,7 @@ pub(crate) fn compress<'a>(
         count: 0,
     };
     out.write_all(&header.to_bytes())?;
-    let mut hasher = DataHash::new(header.version);
+    let mut hasher = DataHash::default();
     let mut table = Vec::new();
     let mut total = 0u64;
     let progress: ProgressFn = match &opts.progress {
@@ -327,7 +327,7 @@ pub(crate) fn compress<'a>(
             } else {
                 &coded[..]
             };
-            hasher.block(&data, raw_hash);
+            hasher.block(raw_hash);
             total += data.len() as u64;
             let rec = BlockRecord {
                 codec,
@@ -402,7 +402,6 @@ pub(crate) fn decompress_to_vec<'a>(
 
 /// What every block's decoder needs besides its payload.
 struct BlockDecoder<'a> {
-    header: &'a Header,
     model: &'a ModelConfig,
     backend: CpuBackend,
     progress: ProgressFn<'a>,
@@ -437,7 +436,6 @@ impl BlockDecoder<'_> {
             self.blocks.give(apart);
             return Ok(hash);
         }
-        let version = self.header.version;
         // The tensor codec hashes its output as it writes it; the others' is hashed after.
         let mut streamed = None;
         match rec.codec {
@@ -455,34 +453,21 @@ impl BlockDecoder<'_> {
             }
             Codec::Tensor => {
                 streamed = Some(hashed(|seen| {
-                    crate::tensor::decode_version(payload, raw_len, version, data, seen)
+                    crate::tensor::decode_append(payload, raw_len, data, seen)
                 })?);
             }
             Codec::Header => {
                 let decoded = crate::tensor::header::decode(payload, raw_len)?;
                 self.blocks.give(std::mem::replace(data, decoded));
             }
-            Codec::Recent if version >= 10 => {
-                crate::tensor::recent::decode(payload, raw_len, version, data)?
-            }
-            Codec::Scaled if version >= 10 => {
-                crate::tensor::scaled::decode(payload, raw_len, version, data)?
-            }
-            Codec::Repeated if version >= 12 => {
+            Codec::Recent => crate::tensor::recent::decode(payload, raw_len, data)?,
+            Codec::Scaled => crate::tensor::scaled::decode(payload, raw_len, data)?,
+            Codec::Repeated => {
                 streamed = Some(hashed(|seen| {
-                    crate::tensor::repeated::decode(payload, raw_len, version, data, seen)
+                    crate::tensor::repeated::decode(payload, raw_len, data, seen)
                 })?);
             }
-            Codec::Copies if version >= 13 => {
-                crate::tensor::copies::decode(payload, raw_len, version, data)?
-            }
-            Codec::Recent | Codec::Scaled | Codec::Repeated | Codec::Copies => {
-                return Err(Error::Corrupt(format!(
-                    "block {index}: codec {} in a version {} archive",
-                    rec.codec.name(),
-                    version
-                )))
-            }
+            Codec::Copies => crate::tensor::copies::decode(payload, raw_len, data)?,
             Codec::Zstd => {
                 crate::coder::zstd::decompress_to(payload, data)
                     .map_err(|e| Error::Corrupt(format!("zstd block {index}: {e}")))?;
@@ -533,7 +518,7 @@ fn decode_archive<'a, W: Write>(
     };
     let mut offset = header_len;
     let mut seen: Vec<TableEntry> = Vec::new();
-    let mut hasher = DataHash::new(header.version);
+    let mut hasher = DataHash::default();
     let mut total = 0u64;
     let mut at_end = false;
     // Block buffers get room for the largest block the header allows (up to a bound: the
@@ -542,7 +527,6 @@ fn decode_archive<'a, W: Write>(
     let (payloads, blocks) = (Buffers::new(), Buffers::with_room(room));
     let returns = input.returns();
     let decoder = BlockDecoder {
-        header: &header,
         model: &model,
         backend: CpuBackend::default(),
         progress,
@@ -582,10 +566,9 @@ fn decode_archive<'a, W: Write>(
         // overlap with the next block's decoding).
         Out::Vec(v) if opts.threads == 1 => {
             while let Some((index, rec, payload)) = source()? {
-                let start = v.len();
                 let raw_hash = decoder.decode(index, &rec, &payload, v, false)?;
                 returns.give(payload, &payloads);
-                hasher.block(&v[start..], raw_hash);
+                hasher.block(raw_hash);
                 total += rec.raw_len;
             }
         }
@@ -606,7 +589,7 @@ fn decode_archive<'a, W: Write>(
             },
             |done| {
                 let (data, raw_hash) = done?;
-                hasher.block(&data, raw_hash);
+                hasher.block(raw_hash);
                 total += data.len() as u64;
                 match out {
                     Out::Writer(w) => w.write_all(&data)?,

@@ -4,8 +4,8 @@
 //! one event: it continues the current copy, repeats the value a recent number of rows above
 //! (one of `REPS` row distances, most recent first), starts a copy at a coded distance (forwards,
 //! backwards, or in the same column), or is a literal. Literals go in order through the tensor
-//! codec as an array of their own. Events are coded in the context of the event before; since
-//! version 14 a run of events that repeats those a few values or one or two rows back is coded
+//! codec as an array of their own. Events are coded in the context of the event before; a run
+//! of events that repeats those a few values or one or two rows back is coded
 //! as one replay.
 //!
 //! The row length (`period`) is found by the encoder, from how far apart equal values are, and
@@ -33,12 +33,12 @@ const COL: usize = REP + 2 * REPS;
 const FWD: usize = COL + 2;
 const BWD: usize = FWD + 2;
 const LIT: usize = BWD + 2;
-/// Event symbols of version 13.
-const EVENTS_V13: usize = LIT + 1;
-/// `REPLAY` (version 14): the next run of at least `MIN_REPLAY` events repeats the events one
+/// Event symbols of single events, each also the context of the event after it.
+const SINGLES: usize = LIT + 1;
+/// `REPLAY`: the next run of at least `MIN_REPLAY` events repeats the events one
 /// of `BACKS` distances back (in values: a few values, as within a row whose events follow a
 /// short cycle, or one or two rows); its distance's index and length follow.
-const REPLAY: usize = EVENTS_V13;
+const REPLAY: usize = SINGLES;
 const EVENTS: usize = REPLAY + 1;
 const MIN_REPLAY: usize = 8;
 const BACKS: usize = 8;
@@ -340,7 +340,7 @@ fn longest_replay(events: &[u8], i: usize, backs: &[usize; BACKS]) -> (usize, us
 /// lengths, and how many events of each kind were coded (replays counted once each).
 fn code_events(events: &[u8], distances: &[u32], p: usize) -> (Vec<u8>, Vec<u8>, [usize; EVENTS]) {
     let backs = backs(p);
-    let mut ctx = [(); EVENTS_V13].map(|_| Context::<EVENTS>::new());
+    let mut ctx = [(); SINGLES].map(|_| Context::<EVENTS>::new());
     let mut lengths = [(); 4].map(|_| Context::<LENGTHS>::new());
     let mut back_ctx = Context::<BACKS>::new();
     let mut enc = rans::Encoder::new(events.len() + events.len() / 8, STATES);
@@ -394,9 +394,8 @@ fn corrupt(what: &str) -> Error {
     Error::Corrupt(format!("copies block: {what}"))
 }
 
-/// Decodes a payload of archive format `version` (13 and later; replays from 14 on) into `out`
-/// (`raw_len` bytes).
-pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -> Result<()> {
+/// Decodes a payload into `out` (`raw_len` bytes).
+pub fn decode(payload: &[u8], raw_len: usize, out: &mut Vec<u8>) -> Result<()> {
     let mut f = Fields::new(payload, "copies");
     let dtype = DType::from_tag(f.take(1)?[0])?;
     let w = dtype.width();
@@ -409,18 +408,15 @@ pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -
     let inner = f.prefixed()?;
     let raw = f.prefixed()?;
     let mut lits = Vec::with_capacity(m * w);
-    super::decode_version(inner, m * w, version, &mut lits, &mut |_| {})?;
+    super::decode_append(inner, m * w, &mut lits, &mut |_| {})?;
     out.clear();
     out.reserve(raw_len);
     let mut bits = BitReader::new(raw);
     let dec = rans::Decoder::new(f.rest, STATES)?;
-    let dec = match (w, version >= 14) {
-        (2, false) => expand::<2, EVENTS_V13>(dec, n, p, &lits, &mut bits, out)?,
-        (4, false) => expand::<4, EVENTS_V13>(dec, n, p, &lits, &mut bits, out)?,
-        (_, false) => expand::<8, EVENTS_V13>(dec, n, p, &lits, &mut bits, out)?,
-        (2, true) => expand::<2, EVENTS>(dec, n, p, &lits, &mut bits, out)?,
-        (4, true) => expand::<4, EVENTS>(dec, n, p, &lits, &mut bits, out)?,
-        (_, true) => expand::<8, EVENTS>(dec, n, p, &lits, &mut bits, out)?,
+    let dec = match w {
+        2 => expand::<2>(dec, n, p, &lits, &mut bits, out)?,
+        4 => expand::<4>(dec, n, p, &lits, &mut bits, out)?,
+        _ => expand::<8>(dec, n, p, &lits, &mut bits, out)?,
     };
     dec.finish()?;
     if bits.overrun() || bits.consumed() != raw.len() {
@@ -501,10 +497,9 @@ impl<const W: usize> State<'_, W> {
     }
 }
 
-/// Follows the events of the stream in `dec` (`N` symbols: `EVENTS_V13`, or `EVENTS` with
-/// replays) for `n` values, appending them (literals from `lits`) to `out`, which is empty;
+/// Follows the events of the stream in `dec` for `n` values, appending them (literals from `lits`) to `out`, which is empty;
 /// returns the decoder for its final check.
-fn expand<'a, const W: usize, const N: usize>(
+fn expand<'a, const W: usize>(
     dec: rans::Decoder<'a>,
     n: usize,
     p: usize,
@@ -513,7 +508,7 @@ fn expand<'a, const W: usize, const N: usize>(
     out: &mut Vec<u8>,
 ) -> Result<rans::Decoder<'a>> {
     let (mut st, mut words) = dec.split();
-    let mut ctx = [(); EVENTS_V13].map(|_| Context::<N>::new());
+    let mut ctx = [(); SINGLES].map(|_| Context::<EVENTS>::new());
     let mut lengths = [(); 4].map(|_| Context::<LENGTHS>::new());
     let mut back_ctx = Context::<BACKS>::new();
     let backs = backs(p);
@@ -590,7 +585,7 @@ mod tests {
     fn roundtrip(data: &[u8], dtype: DType) -> Option<usize> {
         let p = encode_chosen(data, dtype)?;
         let mut out = Vec::new();
-        decode(&p, data.len(), crate::format::VERSION, &mut out).unwrap();
+        decode(&p, data.len(), &mut out).unwrap();
         assert!(out == data, "{} bytes", data.len());
         Some(p.len())
     }
@@ -691,22 +686,21 @@ mod tests {
     fn damaged_payloads_are_errors() {
         let data = mixed(20_000, 4, 64, 5);
         let p = encode_chosen(&data, DType::F32).expect("chosen");
-        let v = crate::format::VERSION;
         let mut out = Vec::new();
         for cut in [0, 1, 5, 12, 20, p.len() / 2, p.len() - 1] {
             assert!(
-                decode(&p[..cut], data.len(), v, &mut out).is_err(),
+                decode(&p[..cut], data.len(), &mut out).is_err(),
                 "cut {cut}"
             );
         }
-        assert!(decode(&p, data.len() + 4, v, &mut out).is_err());
+        assert!(decode(&p, data.len() + 4, &mut out).is_err());
         let mut x = 77;
         for _ in 0..300 {
             let mut bad = p.clone();
             let at = xorshift(&mut x) as usize % bad.len();
             bad[at] ^= 1 << (xorshift(&mut x) % 8);
             // Any outcome but a panic; a success must be the data's length.
-            if decode(&bad, data.len(), v, &mut out).is_ok() {
+            if decode(&bad, data.len(), &mut out).is_ok() {
                 assert_eq!(out.len(), data.len());
             }
         }

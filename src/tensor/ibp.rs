@@ -4,8 +4,7 @@
 //! cheapest choice kept; a group with nothing invariant is stored packed as is.
 //!
 //! Layout (GPU-friendly: fixed group size, byte-aligned groups, per-word offsets from a prefix
-//! sum of the participation bits): `u16` byte length of every group (format versions 2 and 3:
-//! `u32`), then each group:
+//! sum of the participation bits): `u16` byte length of every group, then each group:
 //! mode `0` = words packed LSB-first at full width; mode `1` = mask `u64`, value `u64`,
 //! participation bitmap, then per word either its non-invariant bits (participant) or all bits;
 //! mode `2` = as mode 1 when every word participates, without the bitmap.
@@ -500,7 +499,7 @@ pub fn unpack(data: &[u8], bits: u32, out: &mut [u64]) -> Result<usize> {
 }
 
 fn unpack_with(data: &[u8], bits: u32, out: &mut [u64], bmi2: bool) -> Result<usize> {
-    let mut u = Unpacker::new(data, bits, out.len(), bmi2, false)?;
+    let mut u = Unpacker::new(data, bits, out.len(), bmi2)?;
     for chunk in out.chunks_mut(GROUP) {
         u.group(chunk)?;
     }
@@ -515,17 +514,16 @@ pub struct Unpacker<'a> {
     g: usize,
     pos: usize,
     bmi2: bool,
-    /// Bytes per group length: 2, or 4 (format versions 2 and 3).
-    len_bytes: usize,
 }
 
+/// Bytes of a group's length.
+const LEN_BYTES: usize = 2;
+
 impl<'a> Unpacker<'a> {
-    /// Starts on a section of `n` words of `bits` width at the start of `data` (`u32` group
-    /// lengths if `wide`, as format versions 2 and 3 write them).
-    pub fn new(data: &'a [u8], bits: u32, n: usize, bmi2: bool, wide: bool) -> Result<Self> {
+    /// Starts on a section of `n` words of `bits` width at the start of `data`.
+    pub fn new(data: &'a [u8], bits: u32, n: usize, bmi2: bool) -> Result<Self> {
         let groups = n.div_ceil(GROUP);
-        let len_bytes = if wide { 4 } else { 2 };
-        if data.len() < len_bytes * groups {
+        if data.len() < LEN_BYTES * groups {
             return Err(damaged());
         }
         Ok(Unpacker {
@@ -533,15 +531,14 @@ impl<'a> Unpacker<'a> {
             bits,
             groups,
             g: 0,
-            pos: len_bytes * groups,
+            pos: LEN_BYTES * groups,
             bmi2,
-            len_bytes,
         })
     }
 
     /// Starts with the bit path the kernel level allows.
-    pub fn for_level(data: &'a [u8], bits: u32, n: usize, wide: bool) -> Result<Self> {
-        Self::new(data, bits, n, use_bmi2(), wide)
+    pub fn for_level(data: &'a [u8], bits: u32, n: usize) -> Result<Self> {
+        Self::new(data, bits, n, use_bmi2())
     }
 
     /// Bytes of the section read so far.
@@ -558,7 +555,7 @@ impl<'a> Unpacker<'a> {
         if g >= self.groups {
             return Err(damaged());
         }
-        let t = &self.data[self.len_bytes * g..self.len_bytes * (g + 1)];
+        let t = &self.data[LEN_BYTES * g..LEN_BYTES * (g + 1)];
         let len = t.iter().rev().fold(0usize, |a, &b| a << 8 | b as usize);
         let body = self
             .data
@@ -977,7 +974,7 @@ mod tests {
                 let mut packed = Vec::new();
                 pack(&w, bits, &mut packed);
                 for bmi2 in [false, use_bmi2()] {
-                    let mut u = Unpacker::new(&packed, bits, n, bmi2, false).unwrap();
+                    let mut u = Unpacker::new(&packed, bits, n, bmi2).unwrap();
                     let mut narrow = vec![0u32; n];
                     for chunk in narrow.chunks_mut(GROUP) {
                         u.group(chunk).unwrap();

@@ -10,7 +10,6 @@ mod fill;
 pub mod header;
 pub mod ibp;
 mod lanes;
-mod legacy;
 mod planes;
 pub mod recent;
 pub mod repeated;
@@ -22,31 +21,15 @@ pub use planes::{decode, encode, encode_append, encode_into};
 
 use crate::error::{Error, Result};
 
-/// Decodes a tensor payload from an archive of format `version`, appending it to `out`; `seen`
-/// gets the output piece by piece, in order, as it is written (`decode` reads the current
-/// version into a new vector).
-pub fn decode_version(
+/// Decodes a tensor payload, appending it to `out`; `seen` gets the output piece by piece, in
+/// order, as it is written.
+pub fn decode_append(
     payload: &[u8],
     raw_len: usize,
-    version: u16,
     out: &mut Vec<u8>,
     seen: &mut dyn FnMut(&[u8]),
 ) -> Result<()> {
-    use planes::Version;
-    let layout = match version {
-        ..=2 => {
-            let start = out.len();
-            out.extend_from_slice(&legacy::decode(payload, raw_len)?);
-            seen(&out[start..]);
-            return Ok(());
-        }
-        3 => Version::OneContext,
-        4 | 5 => Version::Contexts,
-        6 => Version::Prior,
-        7 => Version::Sampled,
-        _ => Version::Carried,
-    };
-    planes::decode_as(payload, raw_len, layout, out, seen)
+    planes::decode_as(payload, raw_len, out, seen)
 }
 
 /// Element type of a float array.

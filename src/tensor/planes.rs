@@ -8,17 +8,17 @@
 //! value's exponent. Tables are refitted between batches of values
 //! (16, 32, ... then every 4096), so within a batch every symbol decodes independently. The
 //! residuals go through invariant bit packing (IBP), which stores bits that hardly vary (e.g.
-//! the zero low half of widened bf16 weights) once per group. Since format version 6 the
-//! block's counts start from a prior: 4-bit levels of its `E` and `M` frequencies in a sample;
-//! since version 7 only every other group is counted past the block's first 16384 values;
-//! since version 8 the coder's start states carry the block's last residuals (`carry`).
+//! the zero low half of widened bf16 weights) once per group. The block's counts start from a
+//! prior: 4-bit levels of its `E` and `M` frequencies in a sample; only every other group is
+//! counted past the block's first 16384 values; the coder's start states carry the block's last
+//! residuals (`carry`).
 //!
 //! Payload: dtype tag, value count (`u32`), tail length + tail bytes (a partial last value),
-//! lanes (`u8`), plane layout (`u8`), context base (`u8`), the prior (since version 6), residual
+//! ways (`u8`), plane layout (`u8`), context base (`u8`), the prior, residual
 //! count (`u32`), rANS stream length (`u32`) + stream, then the IBP section of the residuals.
 
 use super::{carry, fill, ibp, lanes, DType};
-use crate::coder::rans::{self, fit, LOW, WAYS};
+use crate::coder::rans::{self, fit};
 #[cfg(target_arch = "x86_64")]
 use crate::engine::{level, KernelLevel};
 use crate::error::{Error, Result};
@@ -54,28 +54,23 @@ const PRIOR_M_LAZY: u32 = 2;
 const PRIOR_M_MIN: u32 = 16;
 /// Largest batch between two refits.
 const MAX_BATCH: usize = 4096;
-/// First value of the first batch of which (since version 7) only every other group is
+/// First value of the first batch of which only every other group is
 /// counted: past it the tables are fitted from enough values that half of them predict as
 /// well, and counting and refitting take half the time.
 const SAMPLE_FROM: usize = 4 * MAX_BATCH;
-/// Values coded side by side in a group, one coder state each, for a block of `n` values
-/// written as `version`: more lanes decode faster but each costs 4 bytes of final state, and
-/// a group's exponent context is the mean of a wider previous group. A block prior pays for
-/// 32 lanes where version 5 had 16; start states that carry residuals (version 8) pay back
-/// most of the final states' bytes, and for 64 lanes from `WIDE_FROM` values on.
-fn lanes_for(n: usize, version: Version) -> usize {
-    match (n, version) {
-        (0..0x1_0000, Version::Contexts) => 16,
-        (WIDE_FROM.., Version::Carried) => 64,
-        (0..0x2_0000, _) => 32,
-        _ => 64,
+/// Values coded side by side in a group, one coder state each, for a block of `n` values:
+/// more ways decode faster but each costs 4 bytes of final state (which start states that
+/// carry residuals mostly pay back), and a group's exponent context is the mean of a wider
+/// previous group.
+fn lanes_for(n: usize) -> usize {
+    match n {
+        WIDE_FROM.. => 64,
+        _ => 32,
     }
 }
-/// Fewest values of a version-8 block coded in 64 lanes.
+/// Fewest values of a block coded in 64 ways.
 const WIDE_FROM: usize = 0x4000;
-/// Exponent counts are halved when they reach this total; mantissa-top counts per exponent
-/// at `M_HALVE`.
-const E_HALVE: u32 = 1 << 13;
+/// Mantissa-top counts per exponent are halved when they reach this total.
 const M_HALVE: u32 = 1 << 12;
 
 /// Bit layout of one dtype's values as coded here.
@@ -224,7 +219,7 @@ fn prior_level(count: u32, total: u64) -> u8 {
     q as u8
 }
 
-/// A block prior (format versions 6 and 7): the levels of the block's `E` symbols from `lowest` on
+/// A block prior: the levels of the block's `E` symbols from `lowest` on
 /// (then `ZERO`'s) and of its `M` symbols, from a sample; seeds the block's counts so that
 /// its first values are coded with tables near the block's own instead of near uniform.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -323,7 +318,7 @@ impl Prior {
     }
 }
 
-/// Exponent contexts of a format-version-4 block: each group of lanes codes its exponents
+/// Exponent contexts of a block: each group of lanes codes its exponents
 /// with the table of the rounded mean exponent of the previous group's non-zero values.
 pub(super) const CONTEXTS: usize = 8;
 /// The first context holds means up to the block's median exponent less this.
@@ -336,7 +331,7 @@ const PRIOR: u64 = 256;
 /// mantissa-top table, once its count grew by a quarter).
 const CONTEXT_HALVE: u32 = 1 << 14;
 /// Weight, in values, of the block's mantissa-top counts (all exponents) in an exponent's
-/// mantissa-top table (version 4); an exponent with fewer counts of its own is also refitted
+/// mantissa-top table; an exponent with fewer counts of its own is also refitted
 /// each time the block's counts double.
 const M_PRIOR: u64 = 64;
 /// The block's exponent (and mantissa-top) counts are halved when they reach this total.
@@ -353,15 +348,6 @@ pub(super) struct Contexts {
 }
 
 impl Contexts {
-    /// A single context (format version 3).
-    pub(super) fn one() -> Self {
-        Contexts {
-            base: 0,
-            top: 0,
-            next: 0,
-        }
-    }
-
     /// `CONTEXTS` contexts from `base`; the first group's is the block's median exponent's.
     fn from_base(base: u8) -> Self {
         Contexts {
@@ -369,12 +355,6 @@ impl Contexts {
             top: CONTEXTS as u32 - 1,
             next: BELOW_MEDIAN.min(CONTEXTS as u32 - 1),
         }
-    }
-
-    /// Whether there is more than one context (else `follow` is a no-op).
-    #[inline(always)]
-    pub(super) fn several(&self) -> bool {
-        self.top > 0
     }
 
     /// Moves on past a group whose `count` non-zero values' exponents sum to `sum`.
@@ -394,16 +374,14 @@ impl Contexts {
     /// `follow` for a group given as `E << 4 | M` values.
     #[inline(always)]
     pub(super) fn follow_group(&mut self, em: &[u16]) {
-        if self.several() {
-            let (mut sum, mut count) = (0u32, 0u32);
-            for &v in em {
-                if v != ZERO_EM {
-                    sum += u32::from(v >> 4);
-                    count += 1;
-                }
+        let (mut sum, mut count) = (0u32, 0u32);
+        for &v in em {
+            if v != ZERO_EM {
+                sum += u32::from(v >> 4);
+                count += 1;
             }
-            self.follow(sum, count);
         }
+        self.follow(sum, count);
     }
 }
 
@@ -489,8 +467,6 @@ macro_rules! leveled {
 
 /// Counts and tables of one block, refitted between batches identically on both sides.
 pub(super) struct Model {
-    /// Exponent contexts (1 or `CONTEXTS`).
-    ctxs: usize,
     /// Per context, per `E` symbol (256 exponents and `ZERO`).
     e_counts: Vec<[u32; 257]>,
     e_total: Vec<u32>,
@@ -498,7 +474,7 @@ pub(super) struct Model {
     e_fit: Vec<u32>,
     /// Per context: `g_total` when its table was last fitted.
     g_fit: Vec<u32>,
-    /// Per `E` symbol over all contexts (several contexts only).
+    /// Per `E` symbol over all contexts.
     global: [u32; 257],
     g_total: u32,
     /// Per `M` over all exponents, and its total.
@@ -529,7 +505,7 @@ pub(super) struct Model {
     m_enc: Box<[[u32; 16]; 256]>,
     /// Per exponent, per slot: `M` | freq << 4 | (slot - start) << 13.
     pub(super) m_dec: Vec<u32>,
-    /// Two partial histograms of `E << 4 | M` per context (`2 ctxs` rows of 8192) for
+    /// Two partial histograms of `E << 4 | M` per context (`2 CONTEXTS` rows of 8192) for
     /// `count_batch` (16 bits: a batch is at most 4096 values), zero between batches.
     partial: Vec<u16>,
     /// `M` symbols per exponent: 16 with the sign, else 8.
@@ -542,12 +518,11 @@ pub(super) struct Model {
     /// by a `m_lazy`th since its last fit.
     m_lazy: u32,
     m_min: u32,
-    /// Whether only every other group is counted from value `SAMPLE_FROM` on (since version 7).
-    sampled: bool,
 }
 
 impl Model {
-    fn new(f: Fields, ctxs: usize, decoding: bool) -> Self {
+    fn new(f: Fields, decoding: bool) -> Self {
+        let ctxs = CONTEXTS;
         let tables = usize::from(decoding);
         let m_syms = if f.signed { 16 } else { 8 };
         let (partial, e_dec, m_dec, m_stale) = SPARE.with(|spare| {
@@ -570,7 +545,6 @@ impl Model {
             )
         });
         let mut m = Model {
-            ctxs,
             e_counts: vec![[0; 257]; ctxs],
             e_total: vec![0; ctxs],
             e_fit: vec![0; ctxs],
@@ -597,7 +571,6 @@ impl Model {
             decoding,
             m_lazy: LAZY,
             m_min: 0,
-            sampled: false,
         };
         for c in 0..ctxs {
             m.refit_e(c);
@@ -636,7 +609,7 @@ impl Model {
             *g = LEVELS[q as usize] << PRIOR_SHIFT;
         }
         self.gm_total = self.gm.iter().sum();
-        for c in 0..self.ctxs {
+        for c in 0..CONTEXTS {
             self.refit_e(c);
         }
         if self.e_lo <= self.e_hi {
@@ -701,24 +674,17 @@ impl Model {
 
     #[inline(always)]
     fn refit_e(&mut self, c: usize) {
-        let halve_at = if self.ctxs == 1 {
-            E_HALVE
-        } else {
-            CONTEXT_HALVE
-        };
-        self.e_total[c] = halve(&mut self.e_counts[c], self.e_total[c], halve_at);
+        self.e_total[c] = halve(&mut self.e_counts[c], self.e_total[c], CONTEXT_HALVE);
         // Only the exponents the block has shown so far (and `ZERO`, last) can have slots.
         let range = self.e_lo..(self.e_hi + 1).max(self.e_lo);
         let k = range.len();
         let mut counts = [0u32; 258];
         counts[..k].copy_from_slice(&self.e_counts[c][range.clone()]);
         counts[k] = self.e_counts[c][ZERO];
-        if self.ctxs > 1 {
-            let global = self.global[range.clone()]
-                .iter()
-                .chain([&self.global[ZERO]]);
-            with_prior(&mut counts[..=k], global, self.g_total, PRIOR);
-        }
+        let global = self.global[range.clone()]
+            .iter()
+            .chain([&self.global[ZERO]]);
+        with_prior(&mut counts[..=k], global, self.g_total, PRIOR);
         let mut freqs = [0u32; 258];
         let fitted = fit(&counts[..=k], E_BITS, false, ESCAPE, &mut freqs[..=k]);
         let mut start = 0u32;
@@ -752,13 +718,9 @@ impl Model {
         self.m_total[e] = halve(&mut self.m_counts[e], self.m_total[e], M_HALVE);
         let k = self.m_syms;
         let mut freqs = [0u32; 16];
-        if self.ctxs == 1 {
-            fit(&self.m_counts[e][..k], M_BITS, true, 0, &mut freqs[..k]);
-        } else {
-            let mut weights = self.m_counts[e];
-            with_prior(&mut weights, &self.gm, self.gm_total, M_PRIOR);
-            fit(&weights[..k], M_BITS, true, 0, &mut freqs[..k]);
-        }
+        let mut weights = self.m_counts[e];
+        with_prior(&mut weights, &self.gm, self.gm_total, M_PRIOR);
+        fit(&weights[..k], M_BITS, true, 0, &mut freqs[..k]);
         self.gm_fit[e] = self.gm_total;
         let mut start = 0u32;
         for (s, &f) in freqs[..k].iter().enumerate() {
@@ -801,16 +763,16 @@ impl Model {
             zeros += u16::from(v == ZERO_EM);
         }
         let (lo, hi) = (lo as usize, hi as usize);
-        let (h0, h1) = self.partial.split_at_mut(self.ctxs << 13);
+        let (h0, h1) = self.partial.split_at_mut(CONTEXTS << 13);
         let mut contexts = 0u32;
         // Batches past `SAMPLE_FROM` start at a multiple of `MAX_BATCH`, an even number of
         // groups: the groups counted are every other group of the block.
-        let step = match self.sampled && at >= SAMPLE_FROM {
+        let step = match at >= SAMPLE_FROM {
             true => 2,
             false => 1,
         };
         for (group, &c) in em.chunks(lanes).zip(ctx).step_by(step) {
-            let c = (c as usize).min(self.ctxs - 1);
+            let c = (c as usize).min(CONTEXTS - 1);
             contexts |= 1 << c;
             let at = c << 13..(c + 1) << 13;
             let (h0, h1) = (&mut h0[at.clone()], &mut h1[at]);
@@ -847,11 +809,11 @@ impl Model {
     fn end_batch_body(&mut self, span: Span) {
         let exponents = span.exponents.start..span.exponents.end.min(ZERO);
         let zero = (span.zeros > 0).then_some(ZERO);
-        let stride = self.ctxs << 13;
+        let stride = CONTEXTS << 13;
         // Sums kept in locals while the rows are merged (not read and written back per row).
         let (mut e_lo, mut e_hi) = (self.e_lo, self.e_hi);
         let (mut gm, mut gm_add, mut g_add) = ([0u32; 16], 0u32, 0u32);
-        for c in 0..self.ctxs {
+        for c in 0..CONTEXTS {
             if span.contexts >> c & 1 == 0 {
                 continue;
             }
@@ -885,9 +847,7 @@ impl Model {
                 self.m_total[e] += sum;
                 self.e_counts[c][e] += sum;
                 c_add += sum;
-                if self.ctxs > 1 {
-                    self.global[e] += sum;
-                }
+                self.global[e] += sum;
             }
             self.e_total[c] += c_add;
             g_add += c_add;
@@ -897,15 +857,13 @@ impl Model {
             *n += r;
         }
         self.gm_total += gm_add;
-        if self.ctxs > 1 {
-            self.g_total += g_add;
-        }
+        self.g_total += g_add;
         for e in exponents.clone() {
             if self.m_total[e] >= self.m_min && due(self.m_total[e], self.m_fit[e], self.m_lazy) {
                 self.refit_m(e);
             }
         }
-        if self.ctxs > 1 && self.e_lo <= self.e_hi {
+        if self.e_lo <= self.e_hi {
             if self.gm_total >= G_HALVE {
                 self.gm_total = halve(&mut self.gm, self.gm_total, G_HALVE);
                 self.gm_fit.iter_mut().for_each(|g| *g >>= 1);
@@ -927,15 +885,11 @@ impl Model {
                 }
             }
         }
-        if self.ctxs == 1 {
-            self.refit_e(0);
-            return;
-        }
         if self.g_total >= G_HALVE {
             self.g_total = halve(&mut self.global, self.g_total, G_HALVE);
             self.g_fit.iter_mut().for_each(|g| *g >>= 1);
         }
-        for c in 0..self.ctxs {
+        for c in 0..CONTEXTS {
             let total = self.e_total[c];
             let own = span.contexts >> c & 1 != 0 && due(total, self.e_fit[c], LAZY);
             // A context with few counts of its own follows the block's.
@@ -1006,12 +960,7 @@ fn batch_len(k: u32) -> usize {
 }
 
 /// Value width `W` (bytes) and exponent bits `EB` are constants so every shift is one.
-fn encode_w<const W: usize, const EB: u32>(
-    data: &[u8],
-    kernel: lanes::Kernel,
-    version: Version,
-    out: &mut Vec<u8>,
-) {
+fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: lanes::Kernel, out: &mut Vec<u8>) {
     let mut f = Fields {
         bits: 8 * W as u32,
         ebits: EB,
@@ -1022,15 +971,10 @@ fn encode_w<const W: usize, const EB: u32>(
     let base = (sv.median as u32).saturating_sub(BELOW_MEDIAN) as u8;
     let mut ctx = Contexts::from_base(base);
     let n = data.len() / W;
-    let mut model = Model::new(f, CONTEXTS, false);
-    model.sampled = version.sampled();
-    let prior = version
-        .has_prior()
-        .then(|| Prior::from_survey(&sv, model.m_syms));
-    if let Some(p) = &prior {
-        model.seed(p);
-    }
-    let lanes = lanes_for(n, version);
+    let mut model = Model::new(f, false);
+    let prior = Prior::from_survey(&sv, model.m_syms);
+    model.seed(&prior);
+    let lanes = lanes_for(n);
     let mut syms = lanes::Symbols::new(n, lanes);
     let mut em = vec![0u16; MAX_BATCH];
     let mut group_ctx = [0u8; MAX_BATCH / 16];
@@ -1058,7 +1002,7 @@ fn encode_w<const W: usize, const EB: u32>(
         }
         held += em.len() - zeros;
         residuals += (end - i - zeros) as u32;
-        if end == n && version.carries() {
+        if end == n {
             // The block's last residuals go to the coder's start states, not to IBP.
             let v = carry::count(lanes, f.rbits(), em.len() - zeros);
             carried.extend_from_slice(&residual[held - v..held]);
@@ -1111,16 +1055,11 @@ fn encode_w<const W: usize, const EB: u32>(
     out.push(lanes as u8);
     out.push(u8::from(f.signed));
     out.push(base);
-    if let Some(p) = &prior {
-        p.write(out);
-    }
+    prior.write(out);
     out.extend_from_slice(&residuals.to_le_bytes());
     let at = out.len();
     out.extend_from_slice(&[0; 4]);
-    let start = match version.carries() {
-        true => carry::states(carried, f.rbits(), lanes),
-        false => [LOW; WAYS],
-    };
+    let start = carry::states(carried, f.rbits(), lanes);
     kernel.encode(&mut syms, &start, out);
     syms.recycle();
     let len = (out.len() - at - 4) as u32;
@@ -1171,19 +1110,17 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
     body: &[u8],
     n: usize,
     kernel: lanes::Kernel,
-    version: Version,
     out: &mut Vec<u8>,
     seen: &mut dyn FnMut(&[u8]),
 ) -> Result<()> {
     let bad = |what: &str| Error::Corrupt(format!("tensor block: {what}"));
-    let contexts = version != Version::OneContext;
-    // Lanes and sign mode; since version 4 the context base, since 6 the prior.
-    let top_len = 2 + usize::from(contexts);
+    // Ways, sign mode and context base; the prior follows.
+    let top_len = 3;
     let top = body
         .get(..top_len)
         .ok_or_else(|| bad("missing lane and stream lengths"))?;
     let lanes = top[0] as usize;
-    if lanes != 16 && lanes != 32 && lanes != 64 {
+    if lanes != 32 && lanes != 64 {
         return Err(bad("unknown lane count"));
     }
     if top[1] > 1 {
@@ -1194,18 +1131,11 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
         ebits: EB,
         signed: top[1] == 1,
     };
-    let (mut ctx, ctxs) = match contexts {
-        true => (Contexts::from_base(top[2]), CONTEXTS),
-        false => (Contexts::one(), 1),
-    };
-    let mut model = Model::new(f, ctxs, true);
-    model.sampled = version.sampled();
-    let mut head_len = top_len;
-    if version.has_prior() {
-        let (prior, len) = Prior::read(&body[top_len..], model.m_syms)?;
-        model.seed(&prior);
-        head_len += len;
-    }
+    let mut ctx = Contexts::from_base(top[2]);
+    let mut model = Model::new(f, true);
+    let (prior, prior_len) = Prior::read(&body[top_len..], model.m_syms)?;
+    model.seed(&prior);
+    let mut head_len = top_len + prior_len;
     let head = body
         .get(head_len..head_len + 8)
         .ok_or_else(|| bad("missing lane and stream lengths"))?;
@@ -1220,7 +1150,7 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
         .ok_or_else(|| bad("stream cut short"))?;
     let rest = &body[head_len + len..];
     let mut residuals = Residuals {
-        unpacker: ibp::Unpacker::for_level(rest, f.rbits(), count, !contexts)?,
+        unpacker: ibp::Unpacker::for_level(rest, f.rbits(), count)?,
         left: count,
         buf: vec![R::default(); RESIDUAL_GROUPS * ibp::GROUP],
         at: 0,
@@ -1232,13 +1162,9 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
     let mut spread_buf = Vec::new();
     spread_buf.resize(MAX_BATCH, R::default());
     // The last batch's residuals with those the start states carry, and the states the
-    // decoder must end on (since version 8: found in the last batch; with no values, carrying
-    // nothing).
+    // decoder must end on (found in the last batch; with no values, carrying nothing).
     let mut last = Vec::new();
-    let mut x0 = match version.carries() {
-        true => carry::states([], f.rbits(), lanes),
-        false => [LOW; WAYS],
-    };
+    let mut x0 = carry::states([], f.rbits(), lanes);
     let (mut x, mut words) = rans::Decoder::new(stream, lanes)?.split();
     let start = out.len();
     out.reserve(n * W);
@@ -1253,9 +1179,9 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
         let span = model.count_batch(em, groups, lanes, i);
         let zeros = span.zeros;
         let nonzero = em.len() - zeros;
-        // Since version 8 the last batch's last residuals are in the coder's start states, on
-        // which the decoder has just ended.
-        let carries = end == n && version.carries();
+        // The last batch's last residuals are in the coder's start states, on which the
+        // decoder has just ended.
+        let carries = end == n;
         let v = match carries {
             true => carry::count(lanes, f.rbits(), nonzero),
             false => 0,
@@ -1405,66 +1331,23 @@ pub fn encode(data: &[u8], dtype: DType) -> Vec<u8> {
 /// `encode` into `out`, replacing what it held (its room is reused).
 pub fn encode_into(data: &[u8], dtype: DType, out: &mut Vec<u8>) {
     out.clear();
-    encode_to(data, dtype, lanes::Kernel::detect(), Version::Carried, out)
+    encode_to(data, dtype, lanes::Kernel::detect(), out)
 }
 
 /// `encode`, appended to `out`.
 pub fn encode_append(data: &[u8], dtype: DType, out: &mut Vec<u8>) {
-    encode_to(data, dtype, lanes::Kernel::detect(), Version::Carried, out)
-}
-
-/// Layout of a tensor block payload, by the format version that wrote it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Version {
-    /// Version 3: one exponent context, no context base.
-    OneContext,
-    /// Versions 4 and 5: `CONTEXTS` exponent contexts from a context base.
-    Contexts,
-    /// Version 6: contexts, and a block prior after the context base.
-    Prior,
-    /// Version 7: as 6, and from value `SAMPLE_FROM` on only every other group is counted.
-    Sampled,
-    /// Version 8: as 7, with 64 lanes from `WIDE_FROM` values on, and the coder's start
-    /// states carrying the block's last residuals (`carry`).
-    Carried,
-}
-
-impl Version {
-    /// Whether a block prior follows the context base.
-    fn has_prior(self) -> bool {
-        matches!(self, Version::Prior | Version::Sampled | Version::Carried)
-    }
-
-    /// Whether only every other group is counted from value `SAMPLE_FROM` on.
-    fn sampled(self) -> bool {
-        matches!(self, Version::Sampled | Version::Carried)
-    }
-
-    /// Whether the coder's start states carry residuals.
-    fn carries(self) -> bool {
-        self == Version::Carried
-    }
+    encode_to(data, dtype, lanes::Kernel::detect(), out)
 }
 
 #[cfg(test)]
-fn encode_with(data: &[u8], dtype: DType, kernel: lanes::Kernel, version: Version) -> Vec<u8> {
+fn encode_with(data: &[u8], dtype: DType, kernel: lanes::Kernel) -> Vec<u8> {
     let mut out = Vec::new();
-    encode_to(data, dtype, kernel, version, &mut out);
+    encode_to(data, dtype, kernel, &mut out);
     out
 }
 
 /// Appends the payload of `data` to `out`.
-fn encode_to(
-    data: &[u8],
-    dtype: DType,
-    kernel: lanes::Kernel,
-    version: Version,
-    out: &mut Vec<u8>,
-) {
-    assert!(
-        version != Version::OneContext,
-        "version 3 is read, not written"
-    );
+fn encode_to(data: &[u8], dtype: DType, kernel: lanes::Kernel, out: &mut Vec<u8>) {
     let w = dtype.width();
     let n = data.len() / w;
     let tail = &data[n * w..];
@@ -1475,48 +1358,33 @@ fn encode_to(
     out.push(tail.len() as u8);
     out.extend_from_slice(tail);
     let body = &data[..n * w];
-    let v = version;
     match dtype {
-        DType::F16 => encode_w::<2, 5>(body, kernel, v, out),
-        DType::BF16 => encode_w::<2, 8>(body, kernel, v, out),
-        DType::F32 => encode_w::<4, 8>(body, kernel, v, out),
-        DType::F64 => encode_w::<8, 8>(body, kernel, v, out),
+        DType::F16 => encode_w::<2, 5>(body, kernel, out),
+        DType::BF16 => encode_w::<2, 8>(body, kernel, out),
+        DType::F32 => encode_w::<4, 8>(body, kernel, out),
+        DType::F64 => encode_w::<8, 8>(body, kernel, out),
     }
 }
 
 /// Decodes a payload written by `encode` that must hold exactly `raw_len` bytes.
 pub fn decode(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
-    decode_with(payload, raw_len, lanes::Kernel::detect(), Version::Carried)
+    decode_with(payload, raw_len, lanes::Kernel::detect())
 }
 
-/// Decodes a payload laid out as `version` (the layout its archive's format version gives),
-/// appending it to `out`; `seen` gets the output piece by piece, in order, as it is written
+/// Decodes a payload, appending it to `out`; `seen` gets the output piece by piece, in order, as it is written
 /// (while it is still in cache).
 pub(super) fn decode_as(
     payload: &[u8],
     raw_len: usize,
-    version: Version,
     out: &mut Vec<u8>,
     seen: &mut dyn FnMut(&[u8]),
 ) -> Result<()> {
-    decode_into(
-        payload,
-        raw_len,
-        lanes::Kernel::detect(),
-        version,
-        out,
-        seen,
-    )
+    decode_into(payload, raw_len, lanes::Kernel::detect(), out, seen)
 }
 
-fn decode_with(
-    payload: &[u8],
-    raw_len: usize,
-    kernel: lanes::Kernel,
-    version: Version,
-) -> Result<Vec<u8>> {
+fn decode_with(payload: &[u8], raw_len: usize, kernel: lanes::Kernel) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    decode_into(payload, raw_len, kernel, version, &mut out, &mut |_| {})?;
+    decode_into(payload, raw_len, kernel, &mut out, &mut |_| {})?;
     Ok(out)
 }
 
@@ -1524,7 +1392,6 @@ fn decode_into(
     payload: &[u8],
     raw_len: usize,
     kernel: lanes::Kernel,
-    version: Version,
     out: &mut Vec<u8>,
     seen: &mut dyn FnMut(&[u8]),
 ) -> Result<()> {
@@ -1543,12 +1410,11 @@ fn decode_into(
         .ok_or_else(|| bad("tail cut short"))?;
     let body = &rest[5 + tail_len..];
     out.reserve(raw_len);
-    let c = version;
     match dtype {
-        DType::F16 => decode_w::<2, 5, u32>(body, n, kernel, c, out, seen)?,
-        DType::BF16 => decode_w::<2, 8, u32>(body, n, kernel, c, out, seen)?,
-        DType::F32 => decode_w::<4, 8, u32>(body, n, kernel, c, out, seen)?,
-        DType::F64 => decode_w::<8, 8, u64>(body, n, kernel, c, out, seen)?,
+        DType::F16 => decode_w::<2, 5, u32>(body, n, kernel, out, seen)?,
+        DType::BF16 => decode_w::<2, 8, u32>(body, n, kernel, out, seen)?,
+        DType::F32 => decode_w::<4, 8, u32>(body, n, kernel, out, seen)?,
+        DType::F64 => decode_w::<8, 8, u64>(body, n, kernel, out, seen)?,
     }
     out.extend_from_slice(tail);
     seen(tail);
@@ -1602,21 +1468,19 @@ mod tests {
         ] {
             let mut data = to_bytes(dtype, &weights(n, 7));
             data.extend((0..tail).map(|i| i as u8 + 1));
-            for v in [Version::Sampled, Version::Carried] {
-                let packed = encode_with(&data, dtype, lanes::Kernel::detect(), v);
-                let (mut out, mut seen) = (vec![9u8; 3], Vec::new());
-                let mut pieces = 0;
-                let see = &mut |piece: &[u8]| {
-                    seen.extend_from_slice(piece);
-                    pieces += 1;
-                };
-                decode_as(&packed, data.len(), v, &mut out, see).unwrap();
-                // Appended to what the buffer held.
-                assert_eq!(out[..3], [9; 3]);
-                assert_eq!(out[3..], data);
-                assert_eq!(seen, data);
-                assert!(pieces > 1);
-            }
+            let packed = encode_with(&data, dtype, lanes::Kernel::detect());
+            let (mut out, mut seen) = (vec![9u8; 3], Vec::new());
+            let mut pieces = 0;
+            let see = &mut |piece: &[u8]| {
+                seen.extend_from_slice(piece);
+                pieces += 1;
+            };
+            decode_as(&packed, data.len(), &mut out, see).unwrap();
+            // Appended to what the buffer held.
+            assert_eq!(out[..3], [9; 3]);
+            assert_eq!(out[3..], data);
+            assert_eq!(seen, data);
+            assert!(pieces > 1);
         }
     }
 
@@ -1646,7 +1510,7 @@ mod tests {
 
     /// The documented symbol order through the generic rANS encoder: the stream every
     /// encoder kernel must write.
-    fn reference_stream<const W: usize, const EB: u32>(data: &[u8], version: Version) -> Vec<u8> {
+    fn reference_stream<const W: usize, const EB: u32>(data: &[u8]) -> Vec<u8> {
         use crate::coder::rans::Sym;
         let mut f = Fields {
             bits: 8 * W as u32,
@@ -1662,22 +1526,19 @@ mod tests {
             bits,
         };
         let n = data.len() / W;
-        let lanes = lanes_for(n, version);
-        let mut model = Model::new(f, CONTEXTS, false);
-        model.sampled = version.sampled();
-        if version.has_prior() {
-            model.seed(&Prior::from_survey(&sv, model.m_syms));
-        }
+        let lanes = lanes_for(n);
+        let mut model = Model::new(f, false);
+        model.seed(&Prior::from_survey(&sv, model.m_syms));
         let mut enc = rans::Encoder::new(2 * n, lanes);
         let (mut i, mut k) = (0usize, 0u32);
-        let mut start = [LOW; WAYS];
+        let mut start = [rans::LOW; rans::WAYS];
         while i < n {
             let end = (i + batch_len(k)).min(n);
             let em: Vec<u16> = data[i * W..end * W]
                 .chunks_exact(W)
                 .map(|v| f.split(read::<W>(v)).0)
                 .collect();
-            if end == n && version.carries() {
+            if end == n {
                 // The residuals of the last batch's last values other than +0.0.
                 let rest: Vec<u64> = data[i * W..end * W]
                     .chunks_exact(W)
@@ -1722,14 +1583,11 @@ mod tests {
         out
     }
 
-    /// The rANS stream inside a payload (no tail) written as `version`.
-    fn stream_of(payload: &[u8], version: Version) -> &[u8] {
-        // Tag, count, tail length, lanes, sign mode, context base; then the prior.
-        let mut at = 9;
-        if version.has_prior() {
-            let m_syms = if payload[7] == 1 { 16 } else { 8 };
-            at += Prior::read(&payload[at..], m_syms).unwrap().1;
-        }
+    /// The rANS stream inside a payload (no tail).
+    fn stream_of(payload: &[u8]) -> &[u8] {
+        // Tag, count, tail length, ways, sign mode, context base; then the prior.
+        let m_syms = if payload[7] == 1 { 16 } else { 8 };
+        let at = 9 + Prior::read(&payload[9..], m_syms).unwrap().1;
         let len = u32::from_le_bytes(payload[at + 4..at + 8].try_into().unwrap()) as usize;
         &payload[at + 8..at + 8 + len]
     }
@@ -1803,38 +1661,31 @@ mod tests {
 
     #[test]
     fn every_kernel_encodes_the_documented_stream() {
-        // 16 (version 5 only), 32 and 64 lanes.
+        // 32 and 64 ways.
         let f16s = to_bytes(DType::F16, &weights(30_007, 3));
         let f32s = with_escapes(70_001);
         let big = with_escapes(270_003);
         let signed = to_bytes(DType::F16, &skewed_signs(40_000));
         let rows = to_bytes(DType::F32, &scaled_rows(150_001));
-        for v in [
-            Version::Carried,
-            Version::Sampled,
-            Version::Prior,
-            Version::Contexts,
-        ] {
-            for kernel in lanes::Kernel::supported() {
-                let got = encode_with(&rows, DType::F32, kernel, v);
+        for kernel in lanes::Kernel::supported() {
+            let got = encode_with(&rows, DType::F32, kernel);
+            assert!(
+                stream_of(&got) == reference_stream::<4, 8>(&rows),
+                "{kernel:?}"
+            );
+            for data in [&f16s, &signed] {
+                let got = encode_with(data, DType::F16, kernel);
                 assert!(
-                    stream_of(&got, v) == reference_stream::<4, 8>(&rows, v),
-                    "{kernel:?} {v:?}"
+                    stream_of(&got) == reference_stream::<2, 5>(data),
+                    "{kernel:?}"
                 );
-                for data in [&f16s, &signed] {
-                    let got = encode_with(data, DType::F16, kernel, v);
-                    assert!(
-                        stream_of(&got, v) == reference_stream::<2, 5>(data, v),
-                        "{kernel:?} {v:?}"
-                    );
-                }
-                for data in [&f32s, &big] {
-                    let got = encode_with(data, DType::F32, kernel, v);
-                    assert!(
-                        stream_of(&got, v) == reference_stream::<4, 8>(data, v),
-                        "{kernel:?} {v:?}"
-                    );
-                }
+            }
+            for data in [&f32s, &big] {
+                let got = encode_with(data, DType::F32, kernel);
+                assert!(
+                    stream_of(&got) == reference_stream::<4, 8>(data),
+                    "{kernel:?}"
+                );
             }
         }
     }
@@ -1862,20 +1713,18 @@ mod tests {
             .map(|i| ((120 << 4) | (i / 32 % 16)) as u16)
             .collect();
         let ctx = vec![0u8; MAX_BATCH / 32];
-        for (sampled, at, half) in [
-            (false, SAMPLE_FROM, false),
-            (true, SAMPLE_FROM - MAX_BATCH, false),
-            (true, SAMPLE_FROM, true),
-            (true, 3 * SAMPLE_FROM, true),
+        for (at, half) in [
+            (SAMPLE_FROM - MAX_BATCH, false),
+            (SAMPLE_FROM, true),
+            (3 * SAMPLE_FROM, true),
         ] {
-            let mut model = Model::new(f, CONTEXTS, false);
-            model.sampled = sampled;
+            let mut model = Model::new(f, false);
             let span = model.count_batch(&em, &ctx, 32, at);
             model.end_batch(span);
             let want = if half { MAX_BATCH / 2 } else { MAX_BATCH };
-            assert_eq!(model.e_total[0] as usize, want, "{sampled} {at}");
+            assert_eq!(model.e_total[0] as usize, want, "{at}");
             let odd_counted = (1..16).step_by(2).any(|m| model.m_counts[120][m] > 0);
-            assert_eq!(odd_counted, !half, "{sampled} {at}");
+            assert_eq!(odd_counted, !half, "{at}");
         }
     }
 
@@ -1895,7 +1744,7 @@ mod tests {
                 let data = to_bytes(dtype, &w);
                 let packed = encode(&data, dtype);
                 for kernel in lanes::Kernel::supported() {
-                    let back = decode_with(&packed, data.len(), kernel, Version::Carried);
+                    let back = decode_with(&packed, data.len(), kernel);
                     assert!(back.unwrap() == data, "{dtype:?} {kernel:?}");
                 }
             }
@@ -1927,7 +1776,7 @@ mod tests {
                     let data = to_bytes(dtype, &w);
                     let packed = encode(&data, dtype);
                     for kernel in lanes::Kernel::supported() {
-                        let back = decode_with(&packed, data.len(), kernel, Version::Carried);
+                        let back = decode_with(&packed, data.len(), kernel);
                         assert!(
                             back.unwrap() == data,
                             "{n} {zero_tail} {dtype:?} {kernel:?}"
@@ -1973,17 +1822,10 @@ mod tests {
             (&signed, DType::BF16),
         ];
         for (data, dtype) in cases {
-            for v in [
-                Version::Carried,
-                Version::Sampled,
-                Version::Prior,
-                Version::Contexts,
-            ] {
-                let packed = encode_with(data, dtype, lanes::Kernel::detect(), v);
-                for kernel in lanes::Kernel::supported() {
-                    let back = decode_with(&packed, data.len(), kernel, v).unwrap();
-                    assert!(back == *data, "{kernel:?} {v:?}");
-                }
+            let packed = encode_with(data, dtype, lanes::Kernel::detect());
+            for kernel in lanes::Kernel::supported() {
+                let back = decode_with(&packed, data.len(), kernel).unwrap();
+                assert!(back == *data, "{kernel:?}");
             }
         }
     }
@@ -2031,23 +1873,17 @@ mod tests {
     fn random_damage_never_panics() {
         let mut x = 77u64;
         let mut rnd = move || xorshift(&mut x);
-        // 16 (version 5), 32 and 64 lanes; damage in the rANS stream reaches the vector
-        // kernels' bounds.
+        // 32 and 64 ways; damage in the rANS stream reaches the vector kernels' bounds.
         let cases = [
-            (DType::F16, 6000, Version::Contexts),
-            (DType::F32, 6000, Version::Prior),
-            (DType::F64, 6000, Version::Sampled),
-            (DType::F32, 70_000, Version::Contexts),
-            (DType::BF16, 140_000, Version::Prior),
-            (DType::F32, 70_000, Version::Sampled),
-            (DType::BF16, 140_000, Version::Sampled),
-            (DType::F64, 6000, Version::Carried),
-            (DType::F32, 70_000, Version::Carried),
-            (DType::BF16, 140_000, Version::Carried),
+            (DType::F16, 6000),
+            (DType::F32, 6000),
+            (DType::F64, 6000),
+            (DType::F32, 70_000),
+            (DType::BF16, 140_000),
         ];
-        for (dtype, n, v) in cases {
+        for (dtype, n) in cases {
             let data = to_bytes(dtype, &weights(n, 4));
-            let packed = encode_with(&data, dtype, lanes::Kernel::detect(), v);
+            let packed = encode_with(&data, dtype, lanes::Kernel::detect());
             for _ in 0..if n > 10_000 { 60 } else { 400 } {
                 let mut bad = packed.clone();
                 for _ in 0..1 + rnd() % 4 {
@@ -2059,12 +1895,12 @@ mod tests {
                 }
                 // Either an error or some bytes of the right length; never a panic; and the
                 // same from every kernel.
-                let got = decode_with(&bad, data.len(), lanes::Kernel::Scalar, v);
+                let got = decode_with(&bad, data.len(), lanes::Kernel::Scalar);
                 if let Ok(d) = &got {
                     assert_eq!(d.len(), data.len());
                 }
                 for kernel in lanes::Kernel::supported() {
-                    let fast = decode_with(&bad, data.len(), kernel, v);
+                    let fast = decode_with(&bad, data.len(), kernel);
                     assert!(
                         got.as_ref().ok() == fast.as_ref().ok(),
                         "{kernel:?} disagrees"

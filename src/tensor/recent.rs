@@ -349,9 +349,8 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType, size: usize, out: &mut Ve
     enc.finish(out);
 }
 
-/// Decodes a payload of archive format `version` (10 and later), appending its `raw_len` bytes
-/// to `out`.
-pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -> Result<()> {
+/// Decodes a payload, appending its `raw_len` bytes to `out`.
+pub fn decode(payload: &[u8], raw_len: usize, out: &mut Vec<u8>) -> Result<()> {
     let corrupt = |what: &str| Error::Corrupt(format!("recent-values block: {what}"));
     let mut f = Fields::new(payload, "recent-values");
     let dtype = DType::from_tag(f.take(1)?[0])?;
@@ -368,7 +367,7 @@ pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -
     }
     let inner = f.prefixed()?;
     let mut misses = Vec::new();
-    super::decode_version(inner, m * w, version, &mut misses, &mut |_| {})?;
+    super::decode_append(inner, m * w, &mut misses, &mut |_| {})?;
     let start = out.len();
     out.resize(start + raw_len, 0);
     let out = &mut out[start..];
@@ -452,7 +451,7 @@ mod tests {
         encode_into(data, dtype, size, &mut p);
         // Appended after what `out` held.
         let mut out = b"held".to_vec();
-        decode(&p, data.len(), crate::format::VERSION, &mut out).unwrap();
+        decode(&p, data.len(), &mut out).unwrap();
         assert!(out[..4] == *b"held", "size {size}: overwritten");
         assert!(out[4..] == *data, "size {size}, {} bytes", data.len());
         p.len()
@@ -492,14 +491,14 @@ mod tests {
         encode_into(&data, DType::F32, 16, &mut p);
         let mut out = Vec::new();
         for cut in [0, 1, 5, 9, p.len() / 2, p.len() - 1] {
-            assert!(decode(&p[..cut], data.len(), crate::format::VERSION, &mut out).is_err());
+            assert!(decode(&p[..cut], data.len(), &mut out).is_err());
         }
-        assert!(decode(&p, data.len() + 4, crate::format::VERSION, &mut out).is_err());
+        assert!(decode(&p, data.len() + 4, &mut out).is_err());
         for at in (0..p.len()).step_by(7) {
             let mut q = p.clone();
             q[at] ^= 0x10;
             // Any outcome but a panic; a decode that succeeds is caught by the block checksum.
-            let _ = decode(&q, data.len(), crate::format::VERSION, &mut out);
+            let _ = decode(&q, data.len(), &mut out);
         }
     }
 }

@@ -226,12 +226,11 @@ fn corrupt(what: &str) -> Error {
     Error::Corrupt(format!("repeated-values block: {what}"))
 }
 
-/// Decodes a payload of archive format `version` (12 and later) into `out` (`raw_len` bytes);
-/// `seen` gets the output piece by piece, in order, as it is written.
+/// Decodes a payload into `out` (`raw_len` bytes); `seen` gets the output piece by piece, in
+/// order, as it is written.
 pub fn decode(
     payload: &[u8],
     raw_len: usize,
-    version: u16,
     out: &mut Vec<u8>,
     seen: &mut dyn FnMut(&[u8]),
 ) -> Result<()> {
@@ -266,7 +265,7 @@ pub fn decode(
     out.clear();
     out.reserve(raw_len);
     out.resize(room, 0);
-    super::decode_version(inner, m * w, version, out, &mut |_| {})?;
+    super::decode_append(inner, m * w, out, &mut |_| {})?;
     if out.len() != n * w {
         return Err(corrupt("plain values do not fill the block"));
     }
@@ -374,7 +373,7 @@ mod tests {
         let p = encode_chosen(data, dtype, Vec::new()).ok()?.payload;
         let mut out = Vec::new();
         let mut pieces = Vec::new();
-        decode(&p, data.len(), crate::format::VERSION, &mut out, &mut |s| {
+        decode(&p, data.len(), &mut out, &mut |s| {
             pieces.extend_from_slice(s)
         })
         .unwrap();
@@ -449,22 +448,21 @@ mod tests {
             panic!("not chosen")
         };
         let p = chosen.payload;
-        let v = crate::format::VERSION;
         let mut out = Vec::new();
         for cut in [0, 1, 5, 12, 20, p.len() / 2, p.len() - 1] {
             assert!(
-                decode(&p[..cut], data.len(), v, &mut out, &mut |_| {}).is_err(),
+                decode(&p[..cut], data.len(), &mut out, &mut |_| {}).is_err(),
                 "cut {cut}"
             );
         }
-        assert!(decode(&p, data.len() + 4, v, &mut out, &mut |_| {}).is_err());
+        assert!(decode(&p, data.len() + 4, &mut out, &mut |_| {}).is_err());
         let mut x = 77;
         for _ in 0..300 {
             let mut bad = p.clone();
             let at = xorshift(&mut x) as usize % bad.len();
             bad[at] ^= 1 << (xorshift(&mut x) % 8);
             // Any outcome but a panic; a success must be the data's length.
-            if decode(&bad, data.len(), v, &mut out, &mut |_| {}).is_ok() {
+            if decode(&bad, data.len(), &mut out, &mut |_| {}).is_ok() {
                 assert_eq!(out.len(), data.len());
             }
         }

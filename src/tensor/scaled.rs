@@ -5,9 +5,9 @@
 //! miss; the encoder moves to a new scale where a value misses and the values ahead fit
 //! another scale better.
 //!
-//! Payload: dtype tag, for bf16 and f16 a rounding byte (`Form::rounding_tag`, version 11),
-//! value count (`u32`), tail length + tail bytes, scale count (`u32`), then (version 11) a
-//! byte: 0 for the scales as they are (f32 bits, `u32` each; the only way before 11), 1 for
+//! Payload: dtype tag, for bf16 and f16 a rounding byte (`Form::rounding_tag`),
+//! value count (`u32`), tail length + tail bytes, scale count (`u32`), then a
+//! byte: 0 for the scales as they are (f32 bits, `u32` each), 1 for
 //! length (`u32`) + tensor payload of them; miss count (`u32`), length (`u32`) + tensor
 //! payload of the misses, then the rANS stream of the symbols: 0 a miss, 1 the next scale
 //! (the value's own symbol follows), 2 the value -0.0, `3 + zigzag(k)` for `|k| <= K_MAX`.
@@ -31,11 +31,11 @@ const MISS: usize = 0;
 const NEW_SCALE: usize = 1;
 /// Symbol of the odd zero: the zero whose sign level 0 does not give under the current scale
 /// (-0.0 under a positive scale, what a negative integer rounded to zero times it gives, and
-/// before any scale; +0.0 under a negative one, which version 11 allows).
+/// before any scale; +0.0 under a negative one).
 const MINUS_ZERO: usize = 2;
 /// Symbol of level 0; level `k` is `LEVEL + zigzag(k)`.
 const LEVEL: usize = 3;
-/// How the scales are stored (version 11): as they are, or through the tensor codec.
+/// How the scales are stored: as they are, or through the tensor codec.
 const SCALES_RAW: u8 = 0;
 const SCALES_CODED: u8 = 1;
 /// Values looked ahead to choose a scale.
@@ -121,7 +121,7 @@ fn best_scale(form: Form, all: &[u32], n: usize, data: &[u8], end: usize) -> Opt
 
 /// Negates each scale under which more values are -0.0 than +0.0, flipping its levels' signs
 /// and its two zeros (a negative scale times level 0 gives -0.0, as in Q4_0 blocks whose
-/// largest value is positive; version 11), so that `syms` code the same values with level 0
+/// largest value is positive), so that `syms` code the same values with level 0
 /// the more frequent zero under each scale; but only where that makes the zeros cheaper by
 /// more than the scales' signs cost (order-0 estimates: rounding to nearest gives zeros of
 /// both signs under a positive scale, and flipping those gains nothing).
@@ -650,25 +650,19 @@ fn write(data: &[u8], form: Form, coded: Coded, out: &mut Vec<u8>) {
     enc.finish(out);
 }
 
-/// Decodes a payload of archive format `version` (10 and later; bf16 and f16 from 11),
-/// appending its `raw_len` bytes to `out`.
-pub fn decode(payload: &[u8], raw_len: usize, version: u16, out: &mut Vec<u8>) -> Result<()> {
+/// Decodes a payload, appending its `raw_len` bytes to `out`.
+pub fn decode(payload: &[u8], raw_len: usize, out: &mut Vec<u8>) -> Result<()> {
     let mut f = Fields::new(payload, "scaled-integers");
     let form = match DType::from_tag(f.take(1)?[0])? {
         DType::F32 => Form::F32,
-        d @ (DType::BF16 | DType::F16) if version >= 11 => Form::from_tags(d, f.take(1)?[0])?,
-        d => {
-            return Err(corrupt(&format!(
-                "{} in a version {version} archive",
-                d.name()
-            )))
-        }
+        d @ (DType::BF16 | DType::F16) => Form::from_tags(d, f.take(1)?[0])?,
+        d => return Err(corrupt(&format!("{} values", d.name()))),
     };
     match form {
-        Form::F32 => decode_as::<4, 0>(f, raw_len, version, out),
-        Form::Bf16Nearest => decode_as::<2, 1>(f, raw_len, version, out),
-        Form::Bf16Truncated => decode_as::<2, 2>(f, raw_len, version, out),
-        Form::F16Nearest => decode_as::<2, 3>(f, raw_len, version, out),
+        Form::F32 => decode_as::<4, 0>(f, raw_len, out),
+        Form::Bf16Nearest => decode_as::<2, 1>(f, raw_len, out),
+        Form::Bf16Truncated => decode_as::<2, 2>(f, raw_len, out),
+        Form::F16Nearest => decode_as::<2, 3>(f, raw_len, out),
     }
 }
 
@@ -699,17 +693,16 @@ fn put<const W: usize>(o: &mut [u8], v: u32) {
 fn decode_as<const W: usize, const F: u8>(
     f: Fields,
     raw_len: usize,
-    version: u16,
     out: &mut Vec<u8>,
 ) -> Result<()> {
     #[cfg(target_arch = "x86_64")]
     match crate::engine::level() {
         // SAFETY: the level is capped at what the CPU supports.
-        KernelLevel::Avx512 => return unsafe { values_avx512::<W, F>(f, raw_len, version, out) },
-        KernelLevel::Avx2 => return unsafe { values_avx2::<W, F>(f, raw_len, version, out) },
+        KernelLevel::Avx512 => return unsafe { values_avx512::<W, F>(f, raw_len, out) },
+        KernelLevel::Avx2 => return unsafe { values_avx2::<W, F>(f, raw_len, out) },
         KernelLevel::Scalar => {}
     }
-    values::<W, F>(f, raw_len, version, out)
+    values::<W, F>(f, raw_len, out)
 }
 
 /// `values` with AVX2.
@@ -718,10 +711,9 @@ fn decode_as<const W: usize, const F: u8>(
 unsafe fn values_avx2<const W: usize, const F: u8>(
     f: Fields,
     raw_len: usize,
-    version: u16,
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    values::<W, F>(f, raw_len, version, out)
+    values::<W, F>(f, raw_len, out)
 }
 
 /// `values` with AVX-512.
@@ -730,10 +722,9 @@ unsafe fn values_avx2<const W: usize, const F: u8>(
 unsafe fn values_avx512<const W: usize, const F: u8>(
     f: Fields,
     raw_len: usize,
-    version: u16,
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    values::<W, F>(f, raw_len, version, out)
+    values::<W, F>(f, raw_len, out)
 }
 
 /// The body of `decode_as`.
@@ -741,7 +732,6 @@ unsafe fn values_avx512<const W: usize, const F: u8>(
 fn values<const W: usize, const F: u8>(
     mut f: Fields,
     raw_len: usize,
-    version: u16,
     out: &mut Vec<u8>,
 ) -> Result<()> {
     let form = const { form_of(F) };
@@ -751,16 +741,13 @@ fn values<const W: usize, const F: u8>(
     if count > n {
         return Err(corrupt("more scales than values"));
     }
-    // Since version 11 a byte tells whether the scales went through the tensor codec.
-    let coding = match version {
-        ..=10 => SCALES_RAW,
-        _ => f.take(1)?[0],
-    };
+    // A byte tells whether the scales went through the tensor codec.
+    let coding = f.take(1)?[0];
     let mut coded = Vec::new();
     let raw = match coding {
         SCALES_RAW => f.take(4 * count)?,
         SCALES_CODED => {
-            super::decode_version(f.prefixed()?, 4 * count, version, &mut coded, &mut |_| {})?;
+            super::decode_append(f.prefixed()?, 4 * count, &mut coded, &mut |_| {})?;
             &coded[..]
         }
         _ => return Err(corrupt("unknown scale coding")),
@@ -775,7 +762,7 @@ fn values<const W: usize, const F: u8>(
     }
     let inner = f.prefixed()?;
     let mut misses = Vec::new();
-    super::decode_version(inner, m * W, version, &mut misses, &mut |_| {})?;
+    super::decode_append(inner, m * W, &mut misses, &mut |_| {})?;
     let start = out.len();
     out.resize(start + raw_len, 0);
     let (body, end_bytes) = out[start..].split_at_mut(n * W);
@@ -879,7 +866,7 @@ mod tests {
         let mut p = Vec::new();
         encode_into(data, Form::F32, &mut p);
         let mut out = Vec::new();
-        decode(&p, data.len(), crate::format::VERSION, &mut out).unwrap();
+        decode(&p, data.len(), &mut out).unwrap();
         assert!(out == data, "{} bytes", data.len());
         p.len()
     }
@@ -963,7 +950,7 @@ mod tests {
                 let mut p = Vec::new();
                 encode_into(&data, form, &mut p);
                 let mut out = Vec::new();
-                decode(&p, data.len(), crate::format::VERSION, &mut out).unwrap();
+                decode(&p, data.len(), &mut out).unwrap();
                 assert!(out == data, "{form:?} {what}");
                 assert!(
                     (p.len() as f64) < most * data.len() as f64,
@@ -977,11 +964,9 @@ mod tests {
                 mixed.extend((0..5001).map(|_| xorshift(&mut x) as u8));
                 encode_into(&mixed, form, &mut p);
                 // Appended after what `out` held.
-                decode(&p, mixed.len(), crate::format::VERSION, &mut out).unwrap();
+                decode(&p, mixed.len(), &mut out).unwrap();
                 assert!(out[..data.len()] == data, "{form:?} {what}: overwritten");
                 assert!(out[data.len()..] == mixed, "{form:?} {what} mixed");
-                // A version-10 archive holds no 16-bit scaled block.
-                assert!(decode(&p, mixed.len(), 10, &mut out).is_err());
             }
         }
         // Values rounded to nearest are told from values cut where they differ.
@@ -1023,7 +1008,7 @@ mod tests {
         assert!(promising(&data, Form::Bf16Nearest, None));
         let p = encode_chosen(&data, DType::BF16).expect("scaled integers");
         let mut out = Vec::new();
-        decode(&p, data.len(), crate::format::VERSION, &mut out).unwrap();
+        decode(&p, data.len(), &mut out).unwrap();
         assert!(out == data);
         // A block no longer than the trial is tried whole (its payloads are compared whole).
         let short = narrowed(&wide_levels(TRIAL, 32, 5), Form::Bf16Nearest);
@@ -1031,7 +1016,7 @@ mod tests {
     }
 
     #[test]
-    fn scales_are_coded_where_smaller_and_version_10_reads_them_raw() {
+    fn scales_are_coded_where_smaller() {
         // Many scales with few significant bits (f16s, groups of 32): through the tensor codec.
         let data = q4_groups(400, 32, 5, false);
         let mut p = Vec::new();
@@ -1049,23 +1034,18 @@ mod tests {
             p.len()
         );
         let mut out = Vec::new();
-        decode(&q, signed.len(), crate::format::VERSION, &mut out).unwrap();
+        decode(&q, signed.len(), &mut out).unwrap();
         assert!(out == signed);
-        // One scale: as it is; without the byte, as version 10 wrote it, it reads the same.
+        // One scale: as it is.
         let data = dequantized(1, 3000, 15, 8);
         encode_into(&data, Form::F32, &mut p);
         assert_eq!(p[10], SCALES_RAW);
-        let mut v10 = p.clone();
-        v10.remove(10);
         out.clear();
-        decode(&v10, data.len(), 10, &mut out).unwrap();
-        assert!(out == data);
-        out.clear();
-        decode(&p, data.len(), crate::format::VERSION, &mut out).unwrap();
+        decode(&p, data.len(), &mut out).unwrap();
         assert!(out == data);
         let mut bad = p.clone();
         bad[10] = 7;
-        assert!(decode(&bad, data.len(), crate::format::VERSION, &mut out).is_err());
+        assert!(decode(&bad, data.len(), &mut out).is_err());
     }
 
     #[test]
@@ -1080,17 +1060,16 @@ mod tests {
             encode_into(&data, form, &mut p);
             let mut out = Vec::new();
             for cut in [0, 1, 5, 9, 14, p.len() / 2, p.len() - 1] {
-                let v = crate::format::VERSION;
-                assert!(decode(&p[..cut], data.len(), v, &mut out).is_err());
+                assert!(decode(&p[..cut], data.len(), &mut out).is_err());
             }
             let longer = data.len() + form.dtype().width();
-            assert!(decode(&p, longer, crate::format::VERSION, &mut out).is_err());
+            assert!(decode(&p, longer, &mut out).is_err());
             for at in (0..p.len()).step_by(5) {
                 let mut q = p.clone();
                 q[at] ^= 0x10;
                 // Any outcome but a panic; a decode that succeeds is caught by the block
                 // checksum.
-                let _ = decode(&q, data.len(), crate::format::VERSION, &mut out);
+                let _ = decode(&q, data.len(), &mut out);
             }
         }
     }

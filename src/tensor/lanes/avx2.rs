@@ -128,20 +128,18 @@ pub(super) unsafe fn groups<const R: usize>(
                 renorm!(xs[r], esc[r]);
             }
         }
-        if ctx.several() {
-            let (mut sum, mut count) = (zero, 0);
-            for r in 0..R {
-                sum = _mm256_add_epi32(sum, _mm256_andnot_si256(zeros[r], e[r]));
-                count += 8 - _mm256_movemask_ps(_mm256_castsi256_ps(zeros[r])).count_ones();
-            }
-            let half = _mm_add_epi32(
-                _mm256_castsi256_si128(sum),
-                _mm256_extracti128_si256::<1>(sum),
-            );
-            let half = _mm_add_epi32(half, _mm_shuffle_epi32::<0b01_00_11_10>(half));
-            let half = _mm_add_epi32(half, _mm_shuffle_epi32::<0b10_11_00_01>(half));
-            ctx.follow(_mm_cvtsi128_si32(half) as u32, count);
+        let (mut sum, mut count) = (zero, 0);
+        for r in 0..R {
+            sum = _mm256_add_epi32(sum, _mm256_andnot_si256(zeros[r], e[r]));
+            count += 8 - _mm256_movemask_ps(_mm256_castsi256_ps(zeros[r])).count_ones();
         }
+        let half = _mm_add_epi32(
+            _mm256_castsi256_si128(sum),
+            _mm256_extracti128_si256::<1>(sum),
+        );
+        let half = _mm_add_epi32(half, _mm_shuffle_epi32::<0b01_00_11_10>(half));
+        let half = _mm_add_epi32(half, _mm_shuffle_epi32::<0b10_11_00_01>(half));
+        ctx.follow(_mm_cvtsi128_si32(half) as u32, count);
         // `M` symbols, from the table of each lane's exponent; none for +0.0.
         let out = em.as_mut_ptr().add(done);
         for r in 0..R {

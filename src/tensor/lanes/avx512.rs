@@ -133,15 +133,13 @@ pub(super) unsafe fn groups<const R: usize>(
                 renorm!(xs[r], esc[r]);
             }
         }
-        if ctx.several() {
-            let mut sum = _mm512_maskz_mov_epi32(!zero[0], e[0]);
-            let mut count = (!zero[0]).count_ones();
-            for r in 1..R {
-                sum = _mm512_mask_add_epi32(sum, !zero[r], sum, e[r]);
-                count += (!zero[r]).count_ones();
-            }
-            ctx.follow(_mm512_reduce_add_epi32(sum) as u32, count);
+        let mut sum = _mm512_maskz_mov_epi32(!zero[0], e[0]);
+        let mut count = (!zero[0]).count_ones();
+        for r in 1..R {
+            sum = _mm512_mask_add_epi32(sum, !zero[r], sum, e[r]);
+            count += (!zero[r]).count_ones();
         }
+        ctx.follow(_mm512_reduce_add_epi32(sum) as u32, count);
         // `M` symbols, from the table of each lane's exponent; none for +0.0.
         let out = em.as_mut_ptr().add(done);
         for r in 0..R {
