@@ -2,11 +2,11 @@
 //! the whole predictor, the binary range coder and the tensor path.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use sep::coder::BitEncoder;
-use sep::engine::kernels::{matmul_acc, outer_acc};
-use sep::engine::{set_level, KernelLevel};
-use sep::model::lanes::Lanes;
-use sep::model::{Net, NetConfig, NeuralConfig};
+use sep::internals::codecs::neural::lanes::Lanes;
+use sep::internals::codecs::neural::{self, Net, NetConfig, Params};
+use sep::internals::engine::kernels::{matmul_acc, outer_acc};
+use sep::internals::entropy::BitEncoder;
+use sep::internals::simd::{set_level, Level};
 use std::hint::black_box;
 
 /// Real text for the model benchmarks: the start of the shared corpus's book1 if unpacked,
@@ -32,7 +32,7 @@ fn matmul(c: &mut Criterion) {
         ("w1 fwd 16x96x32", 16, 96, 32),
         ("fusion 48x64x32", 48, 64, 32),
     ];
-    let levels = [KernelLevel::Scalar, KernelLevel::Avx2, KernelLevel::Avx512];
+    let levels = [Level::Scalar, Level::Avx2, Level::Avx512];
     for (name, rows, k, n) in shapes {
         let x: Vec<f32> = (0..rows * k)
             .map(|i| ((i * 7) % 13) as f32 * 0.1 - 0.6)
@@ -57,7 +57,7 @@ fn matmul(c: &mut Criterion) {
             );
         }
     }
-    set_level(KernelLevel::detect());
+    set_level(Level::detect());
     g.finish();
 }
 
@@ -90,7 +90,7 @@ fn model(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(block.len() as u64));
     g.bench_function("predictor+coder encode, 256 KiB block", |b| {
         b.iter(|| {
-            sep::pipeline::encode_lanes(block, NeuralConfig::default(), Default::default(), &|_| {})
+            neural::encode(block, Params::default(), Default::default(), &|_| {})
                 .0
                 .len()
         })
@@ -143,7 +143,8 @@ fn sample_weights() -> Vec<u8> {
 
 /// The tensor path on one core: whole codec (planes + rANS + IBP) and IBP alone.
 fn tensor(c: &mut Criterion) {
-    use sep::tensor::{decode, encode, ibp, DType};
+    use sep::internals::codecs::float::{decode, encode, ibp};
+    use sep::DType;
     let data = sample_weights();
     let mut g = c.benchmark_group("tensor");
     g.throughput(Throughput::Bytes(data.len() as u64));

@@ -1,25 +1,47 @@
-//! sep: a neural lossless compressor. Compress, decompress and inspect archives.
+//! sep: a lossless compressor whose general-data codec predicts every bit with a model that
+//! learns while it codes, and whose float codecs make tensor files small and fast to decode.
 //!
-//! Data flows one way: `format` (archive layout) -> `pipeline` (blocks) -> `model` (prediction)
-//! -> `coder` (integer frequencies and range coding); `engine` holds the deterministic kernels.
+//! The library compresses and decompresses whole archives (see FORMAT.md) from bytes in
+//! memory, a reader, or a mapped file, and reads an archive's block table:
+//!
+//! ```
+//! let data = b"an example, an example, an example of what sep compresses".repeat(20);
+//! let opts = sep::Options::default();
+//! let mut archive = Vec::new();
+//! sep::compress_bytes(&data, &mut archive, &opts)?;
+//! let mut back = Vec::new();
+//! sep::decompress_to_vec(&archive, &mut back, &opts)?;
+//! assert_eq!(back, data);
+//! let info = sep::inspect(std::io::Cursor::new(&archive))?;
+//! assert_eq!(info.original_bytes, data.len() as u64);
+//! # Ok::<(), sep::Error>(())
+//! ```
+//!
+//! Layers, top to bottom (a module uses only those below it): this API -> `pipeline` (blocks on
+//! workers, in order) -> `choice` (which codec a block gets) -> `codecs` (one module per block
+//! codec) -> `entropy` (range coder, rANS), `engine` (the network's kernels), `simd` (the SIMD
+//! level) -> `format` (the container), `error`. docs/design.md tells the data flow.
 
-pub mod coder;
-pub mod engine;
+mod choice;
+mod codecs;
+mod engine;
+mod entropy;
 mod error;
-pub mod format;
-pub mod model;
-pub mod pipeline;
-pub mod select;
-pub mod tensor;
+mod format;
+mod pipeline;
+mod simd;
 #[cfg(test)]
 mod testing;
 
+pub use codecs::float::DType;
+pub use codecs::neural::Backbone;
 pub use error::{Error, Result};
+pub use format::Codec;
+pub use simd::Level as SimdLevel;
 
-use engine::KernelLevel;
+use codecs::neural::NeuralConfig;
 use format::{Header, Trailer};
-use model::ModelConfig;
-use pipeline::{InMemory, Streamed};
+use pipeline::{InMemory, Known, Streamed};
 use std::io::{Read, Seek, Write};
 use std::sync::Arc;
 
@@ -28,26 +50,20 @@ pub const DEFAULT_BLOCK_SIZE: u64 = 8 << 20;
 
 /// Settings of a compression or decompression run.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct Options {
     /// Blocks coded at once (worker threads).
     pub threads: usize,
     /// Maximum raw bytes per block (compression only; decoding uses the archive's).
     pub block_size: u64,
-    /// Predictor configuration (compression only; decoding uses the archive's).
-    pub model: ModelConfig,
-    /// SIMD level of the numeric kernels.
-    pub kernels: KernelLevel,
+    /// Backbone of the neural codec's network (compression only; decoding uses the archive's).
+    pub backbone: Backbone,
+    /// Element type of an input that is a raw float array (compression only).
+    pub dtype: Option<DType>,
     /// Called with the number of input bytes finished, from worker threads.
     pub progress: Option<Arc<dyn Fn(u64) + Send + Sync>>,
     /// Called after each block is written with its original and archived sizes.
     pub on_block: Option<Arc<dyn Fn(u64, u64) + Send + Sync>>,
-    /// Length of the input if known (compression only): blocks are then cut evenly.
-    pub size_hint: Option<u64>,
-    /// Element type of an input that is a raw float array (compression only).
-    pub dtype: Option<tensor::DType>,
-    /// Structure of the input if known (compression only), e.g. `tensor::layout` of the whole
-    /// input (the command line sets it for regular files).
-    pub layout: Option<Vec<tensor::Segment>>,
 }
 
 impl Default for Options {
@@ -55,13 +71,10 @@ impl Default for Options {
         Options {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             block_size: DEFAULT_BLOCK_SIZE,
-            model: ModelConfig::default(),
-            kernels: KernelLevel::detect(),
+            backbone: Backbone::default(),
+            dtype: None,
             progress: None,
             on_block: None,
-            size_hint: None,
-            dtype: None,
-            layout: None,
         }
     }
 }
@@ -84,6 +97,20 @@ impl Options {
         }
         Ok(())
     }
+
+    /// The neural codec's configuration these options give.
+    fn neural(&self) -> NeuralConfig {
+        NeuralConfig {
+            backbone: self.backbone,
+            ..NeuralConfig::default()
+        }
+    }
+}
+
+/// Sets the SIMD level of every kernel of the process, capped at what the CPU supports (the
+/// detected level until set); returns the level in force. Every level gives the same bits.
+pub fn set_simd_level(level: SimdLevel) -> SimdLevel {
+    simd::set_level(level)
 }
 
 /// Sizes of a finished run.
@@ -97,29 +124,37 @@ pub struct Stats {
     pub blocks: u64,
 }
 
-/// Compresses everything `input` yields into a complete archive on `output`. Without a
-/// layout or dtype in `opts`, a stream that starts like a safetensors or .npy file takes the
-/// tensor path from its header.
-pub fn compress(input: impl Read, mut output: impl Write, opts: &Options) -> Result<Stats> {
-    if opts.layout.is_some() || opts.dtype.is_some() {
-        return pipeline::compress(&mut Streamed(input), &mut output, opts);
+/// Compresses everything `input` yields into a complete archive on `output`. Without a dtype in
+/// `opts`, a stream that starts like a safetensors or .npy file takes the float codecs from its
+/// header.
+pub fn compress(input: impl Read, output: impl Write, opts: &Options) -> Result<Stats> {
+    compress_stream(input, output, opts, None)
+}
+
+/// `compress` of a stream of `len` bytes if known (its blocks are then cut evenly).
+fn compress_stream(
+    mut input: impl Read,
+    mut output: impl Write,
+    opts: &Options,
+    len: Option<u64>,
+) -> Result<Stats> {
+    let neural = opts.neural();
+    let mut known = Known { len, layout: None };
+    if opts.dtype.is_some() {
+        return pipeline::compress(&mut Streamed(input), &mut output, opts, &neural, known);
     }
-    let mut input = input;
-    let (head, layout) = tensor::sniff_stream(&mut input)?;
-    let mut opts = opts.clone();
-    opts.layout = layout;
-    pipeline::compress(
-        &mut Streamed(head.as_slice().chain(input)),
-        &mut output,
-        &opts,
-    )
+    let (head, layout) = choice::detect::sniff_stream(&mut input)?;
+    known.layout = layout;
+    let mut input = Streamed(head.as_slice().chain(input));
+    pipeline::compress(&mut input, &mut output, opts, &neural, known)
 }
 
 /// Compresses `input`, whole in memory, into a complete archive on `output`, coding its blocks
-/// in place; its structure is detected from the bytes unless `opts` gives a layout.
+/// in place; its structure is detected from the bytes.
 pub fn compress_bytes(input: &[u8], mut output: impl Write, opts: &Options) -> Result<Stats> {
-    let opts = in_memory(input, opts);
-    pipeline::compress(&mut InMemory::new(input), &mut output, &opts)
+    let known = Known::whole(input, opts.dtype);
+    let mut input = InMemory::new(input);
+    pipeline::compress(&mut input, &mut output, opts, &opts.neural(), known)
 }
 
 /// `compress_bytes` of a mapped file, whose pages are given back as blocks finish, so resident
@@ -129,18 +164,9 @@ pub fn compress_mapped(
     mut output: impl Write,
     opts: &Options,
 ) -> Result<Stats> {
-    let opts = in_memory(input, opts);
-    pipeline::compress(&mut InMemory::mapped(input), &mut output, &opts)
-}
-
-/// `opts` for an input known whole: its length, and its layout unless one is given.
-fn in_memory(input: &[u8], opts: &Options) -> Options {
-    let mut opts = opts.clone();
-    opts.size_hint = Some(input.len() as u64);
-    if opts.layout.is_none() {
-        opts.layout = Some(tensor::layout(input, opts.dtype));
-    }
-    opts
+    let known = Known::whole(input, opts.dtype);
+    let mut input = InMemory::mapped(input);
+    pipeline::compress(&mut input, &mut output, opts, &opts.neural(), known)
 }
 
 /// Decompresses a complete archive from `input` onto `output`, verifying every checksum.
@@ -154,7 +180,7 @@ pub fn decompress_bytes(archive: &[u8], mut output: impl Write, opts: &Options) 
 }
 
 /// `decompress_bytes` onto the end of `out`, which is left as it was if the archive is
-/// refused; with one thread, tensor blocks are decoded straight into `out` (no copy).
+/// refused; with one thread, every block is decoded straight into `out` (no copy).
 pub fn decompress_to_vec(archive: &[u8], out: &mut Vec<u8>, opts: &Options) -> Result<Stats> {
     pipeline::decompress_to_vec(&mut InMemory::new(archive), out, opts)
 }
@@ -168,29 +194,103 @@ pub fn decompress_mapped(
     pipeline::decompress(&mut InMemory::mapped(archive), &mut output, opts)
 }
 
-/// Header, model and block table of an archive, as shown by `sep info`.
+/// What `inspect` reads of an archive: its header and block table, as `sep info` shows them.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Info {
-    /// The archive header.
-    pub header: Header,
-    /// The model configuration, decoded.
-    pub model: ModelConfig,
-    /// Totals and block table.
-    pub trailer: Trailer,
+    /// Format version.
+    pub version: u16,
+    /// Determinism version of the numeric engine the archive needs.
+    pub engine_version: u32,
+    /// Largest original length of a block.
+    pub block_size: u64,
+    /// The neural codec's configuration, described.
+    pub neural: String,
+    /// Bytes of original data.
+    pub original_bytes: u64,
+    /// The trailer's checksum of the data (xxh3-64 of the blocks' checksums).
+    pub checksum: u64,
     /// Size of the archive in bytes.
     pub archive_bytes: u64,
+    /// The block table, in order.
+    pub blocks: Vec<BlockInfo>,
+}
+
+/// One block of an archive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BlockInfo {
+    /// Offset of the block's record from the start of the archive.
+    pub offset: u64,
+    /// The codec of its payload.
+    pub codec: Codec,
+    /// Bytes of original data.
+    pub original_bytes: u64,
+    /// Bytes of payload.
+    pub payload_bytes: u64,
 }
 
 /// Reads the header and block table of a seekable archive without decoding any block.
 pub fn inspect(mut input: impl Read + Seek) -> Result<Info> {
     let (header, _) = Header::read(&mut input)?;
-    let model = ModelConfig::from_bytes(&header.model_config)?;
+    let neural = NeuralConfig::from_bytes(&header.neural_config)?;
     let trailer = Trailer::read_from_end(&mut input)?;
     let archive_bytes = input.seek(std::io::SeekFrom::End(0))?;
     Ok(Info {
-        header,
-        model,
-        trailer,
+        version: header.version,
+        engine_version: header.engine_version,
+        block_size: header.block_size,
+        neural: neural.describe(),
+        original_bytes: trailer.total_len,
+        checksum: trailer.data_hash,
         archive_bytes,
+        blocks: trailer
+            .table
+            .iter()
+            .map(|e| BlockInfo {
+                offset: e.offset,
+                codec: e.codec,
+                original_bytes: e.raw_len,
+                payload_bytes: e.payload_len,
+            })
+            .collect(),
     })
+}
+
+/// Internals for the project's benchmarks, tuning harnesses and tests; not a stable API.
+#[doc(hidden)]
+pub mod internals {
+    #![allow(missing_docs)]
+    pub mod choice {
+        pub use crate::choice::*;
+    }
+    pub mod codecs {
+        pub use crate::codecs::*;
+    }
+    pub mod engine {
+        pub use crate::engine::*;
+    }
+    pub mod entropy {
+        pub use crate::entropy::*;
+    }
+    pub mod format {
+        pub use crate::format::*;
+    }
+    pub mod pipeline {
+        pub use crate::pipeline::*;
+    }
+    pub mod simd {
+        pub use crate::simd::*;
+    }
+
+    /// `compress` of a stream known to hold `len` bytes: its blocks are cut as
+    /// `compress_bytes` cuts them (the tests check the two write the same archive).
+    pub fn compress_sized(
+        input: impl std::io::Read,
+        output: impl std::io::Write,
+        opts: &crate::Options,
+        len: u64,
+    ) -> crate::Result<crate::Stats> {
+        crate::compress_stream(input, output, opts, Some(len))
+    }
 }

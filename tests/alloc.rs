@@ -1,8 +1,7 @@
 //! The pipeline allocates its model tables once per worker, not per block and never per step.
 //! (One test in this binary, so the global allocation counters see nothing else.)
 
-use sep::model::{Backbone, ModelConfig};
-use sep::pipeline::{Backend, CpuBackend};
+use sep::internals::codecs::neural::{Backend, CpuBackend, NeuralConfig};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -64,7 +63,7 @@ fn workspaces_are_reused_across_blocks_and_steps_do_not_allocate() {
     };
     let blocks: Vec<Vec<u8>> = (1..=3).map(make).collect();
     let backend = CpuBackend::default();
-    let model = ModelConfig::Neural(Backbone::Pac, Default::default());
+    let model = NeuralConfig::default();
     let mut payloads = Vec::new();
     let mut stats = Vec::new();
     for b in &blocks {
@@ -92,8 +91,10 @@ fn workspaces_are_reused_across_blocks_and_steps_do_not_allocate() {
         );
     }
     for (b, p) in blocks.iter().zip(&payloads) {
-        let (out, calls, _) = counted(|| backend.decode(p, b.len(), &model, &|_| {}));
-        assert_eq!(&out.expect("decodes"), b);
+        let mut out = Vec::new();
+        let (done, calls, _) = counted(|| backend.decode(p, b.len(), &model, &|_| {}, &mut out));
+        done.expect("decodes");
+        assert_eq!(&out, b);
         assert!(
             calls < 2_000,
             "{calls} allocations while decoding one block"

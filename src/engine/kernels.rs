@@ -5,7 +5,7 @@
 //! so vectorised builds compute exactly the bits of the portable one. Reductions run in one fixed
 //! order everywhere: 16 interleaved partial sums, then a fixed pairwise tree.
 
-use super::{level, KernelLevel};
+use crate::simd::{level, Level};
 
 /// Defines a kernel once and emits its portable, AVX2 and AVX-512 builds plus a dispatcher.
 macro_rules! multiversion {
@@ -21,11 +21,11 @@ macro_rules! multiversion {
             #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt,bmi1,bmi2,lzcnt")]
             unsafe fn avx512($($arg: $ty),*) $(-> $ret)? { body($($arg),*) }
             match level() {
-                // SAFETY: engine::set_level never records a level the CPU lacks.
+                // SAFETY: simd::set_level never records a level the CPU lacks.
                 #[cfg(target_arch = "x86_64")]
-                KernelLevel::Avx512 => unsafe { avx512($($arg),*) },
+                Level::Avx512 => unsafe { avx512($($arg),*) },
                 #[cfg(target_arch = "x86_64")]
-                KernelLevel::Avx2 => unsafe { avx2($($arg),*) },
+                Level::Avx2 => unsafe { avx2($($arg),*) },
                 _ => body($($arg),*),
             }
         }
@@ -337,7 +337,7 @@ multiversion! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{set_level, KernelLevel};
+    use crate::simd::{set_level, Level};
     use std::sync::Mutex;
 
     /// Serialises tests that switch the process-wide level.
@@ -350,9 +350,9 @@ mod tests {
         ((*seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
     }
 
-    fn levels() -> Vec<KernelLevel> {
-        let best = KernelLevel::detect();
-        [KernelLevel::Scalar, KernelLevel::Avx2, KernelLevel::Avx512]
+    fn levels() -> Vec<Level> {
+        let best = Level::detect();
+        [Level::Scalar, Level::Avx2, Level::Avx512]
             .into_iter()
             .filter(|l| *l <= best)
             .collect()
@@ -361,14 +361,14 @@ mod tests {
     /// Runs `f` at every level and asserts all outputs equal the scalar one bit for bit.
     fn same_on_every_level(name: &str, f: impl Fn() -> Vec<f32>) {
         let _g = LEVEL_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        set_level(KernelLevel::Scalar);
+        set_level(Level::Scalar);
         let want: Vec<u32> = f().iter().map(|v| v.to_bits()).collect();
         for l in levels() {
             set_level(l);
             let got: Vec<u32> = f().iter().map(|v| v.to_bits()).collect();
             assert_eq!(got, want, "{name} differs at level {l:?}");
         }
-        set_level(KernelLevel::detect());
+        set_level(Level::detect());
     }
 
     #[test]

@@ -31,14 +31,14 @@ pub const TAIL_LEN: u64 = 12;
 pub enum Codec {
     /// Payload is the raw bytes.
     Stored,
-    /// Payload is one range-coded lane predicted by the configured model.
-    Model,
+    /// Payload is the neural codec's: lanes range-coded with the predictor's probabilities.
+    Neural,
     /// Payload is a zstd frame.
     Zstd,
-    /// Payload is a tensor-path block: float planes + invariant bit packing.
-    Tensor,
-    /// Payload is a tensor file's header with its offsets rewritten, in a zstd frame.
-    Header,
+    /// Payload is the planes codec's: float planes, adaptive rANS, invariant bit packing.
+    Planes,
+    /// Payload is a tensor file's header with its offsets left out, in a zstd frame.
+    TensorHeader,
     /// Payload is a tensor block coded as ranks among recent values.
     Recent,
     /// Payload is a tensor block coded as integers times scales.
@@ -55,10 +55,10 @@ impl Codec {
     pub fn tag(self) -> u8 {
         match self {
             Codec::Stored => 0,
-            Codec::Model => 1,
+            Codec::Neural => 1,
             Codec::Zstd => 2,
-            Codec::Tensor => 3,
-            Codec::Header => 4,
+            Codec::Planes => 3,
+            Codec::TensorHeader => 4,
             Codec::Recent => 5,
             Codec::Scaled => 6,
             Codec::Repeated => 7,
@@ -70,10 +70,10 @@ impl Codec {
     pub fn from_tag(tag: u8) -> Result<Self> {
         match tag {
             0 => Ok(Codec::Stored),
-            1 => Ok(Codec::Model),
+            1 => Ok(Codec::Neural),
             2 => Ok(Codec::Zstd),
-            3 => Ok(Codec::Tensor),
-            4 => Ok(Codec::Header),
+            3 => Ok(Codec::Planes),
+            4 => Ok(Codec::TensorHeader),
             5 => Ok(Codec::Recent),
             6 => Ok(Codec::Scaled),
             7 => Ok(Codec::Repeated),
@@ -86,10 +86,10 @@ impl Codec {
     pub fn name(self) -> &'static str {
         match self {
             Codec::Stored => "stored",
-            Codec::Model => "model",
+            Codec::Neural => "neural",
             Codec::Zstd => "zstd",
-            Codec::Tensor => "tensor",
-            Codec::Header => "header",
+            Codec::Planes => "planes",
+            Codec::TensorHeader => "tensor-header",
             Codec::Recent => "recent",
             Codec::Scaled => "scaled",
             Codec::Repeated => "repeated",
@@ -109,8 +109,8 @@ pub struct Header {
     pub engine_version: u32,
     /// Maximum raw length of a block.
     pub block_size: u64,
-    /// Serialised model configuration (see `model::ModelConfig`).
-    pub model_config: Vec<u8>,
+    /// Serialised configuration of the neural codec (`codecs::neural::NeuralConfig`).
+    pub neural_config: Vec<u8>,
 }
 
 fn read_array<const N: usize>(r: &mut impl Read, what: &'static str) -> Result<[u8; N]> {
@@ -139,14 +139,14 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 impl Header {
     /// Serialises the header including its checksum.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(32 + self.model_config.len());
+        let mut b = Vec::with_capacity(32 + self.neural_config.len());
         b.extend_from_slice(&MAGIC);
         b.extend_from_slice(&self.version.to_le_bytes());
         b.extend_from_slice(&self.flags.to_le_bytes());
         b.extend_from_slice(&self.engine_version.to_le_bytes());
         b.extend_from_slice(&self.block_size.to_le_bytes());
-        b.extend_from_slice(&(self.model_config.len() as u32).to_le_bytes());
-        b.extend_from_slice(&self.model_config);
+        b.extend_from_slice(&(self.neural_config.len() as u32).to_le_bytes());
+        b.extend_from_slice(&self.neural_config);
         let check = xxh3_64(&b);
         b.extend_from_slice(&check.to_le_bytes());
         b
@@ -192,7 +192,7 @@ impl Header {
             flags: u16_at(&fixed, 2),
             engine_version: u32_at(&fixed, 4),
             block_size: u64_at(&fixed, 8),
-            model_config: config,
+            neural_config: config,
         };
         if h.flags != 0 {
             return Err(Error::Corrupt(format!(
@@ -285,10 +285,10 @@ impl BlockRecord {
         }
         let ok = match self.codec {
             Codec::Stored => self.payload_len == self.raw_len,
-            Codec::Model
+            Codec::Neural
             | Codec::Zstd
-            | Codec::Tensor
-            | Codec::Header
+            | Codec::Planes
+            | Codec::TensorHeader
             | Codec::Recent
             | Codec::Scaled
             | Codec::Repeated
@@ -450,7 +450,7 @@ mod tests {
             flags: 0,
             engine_version: 1,
             block_size: 1 << 20,
-            model_config: vec![1, 4, 2],
+            neural_config: vec![1, 4, 2],
         };
         let b = h.to_bytes();
         let (back, len) = Header::read(&mut Cursor::new(&b)).unwrap();

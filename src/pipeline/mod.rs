@@ -2,21 +2,18 @@
 //! results in order, a pool of workers codes blocks concurrently (each through the backend),
 //! and the number of blocks in flight is bounded so memory does not grow with the input.
 
-mod backend;
-mod block;
 mod buffers;
 mod source;
 
-pub use backend::{Arena, Backend, CpuBackend};
-pub use block::{decode_lanes, encode_lanes, ProgressFn};
-
-use crate::engine::{set_level, ENGINE_VERSION};
+use crate::choice::code_block;
+use crate::choice::detect::{Kind, Segment};
+use crate::codecs::float::DType;
+use crate::codecs::neural::{CpuBackend, NeuralConfig};
+use crate::codecs::{self, Decoder, ProgressFn};
+use crate::engine::ENGINE_VERSION;
 use crate::error::{Error, Result};
-use crate::format::checksum::{xxh3_64, Xxh3};
+use crate::format::checksum::xxh3_64;
 use crate::format::{BlockRecord, Codec, DataHash, Header, Next, TableEntry, Trailer};
-use crate::model::ModelConfig;
-use crate::select::code_block;
-use crate::tensor::{Kind, Segment};
 use crate::{Options, Stats};
 use buffers::Buffers;
 use crossbeam_channel::{bounded, unbounded};
@@ -66,7 +63,7 @@ fn whole_lines(bs: u64, n: u64, max: u64) -> u64 {
     }
 }
 
-/// How the input is cut into blocks: segments of one kind each (from `Options::layout`, or one
+/// How the input is cut into blocks: segments of one kind each (from `Known::layout`, or one
 /// segment of unknown length), every segment cut evenly; tensor blocks hold whole values.
 struct Plan {
     segments: VecDeque<Segment>,
@@ -83,17 +80,38 @@ const ROOM_MAX: u64 = 64 << 20;
 /// Length meaning "until the input ends".
 const UNTIL_END: u64 = u64::MAX;
 
+/// What is known of an input before it is read: its length, and its structure (segments of
+/// one kind each, from `choice::detect`).
+#[derive(Default)]
+pub struct Known {
+    /// Length of the input; blocks are then cut evenly.
+    pub len: Option<u64>,
+    /// Structure of the input.
+    pub layout: Option<Vec<Segment>>,
+}
+
+impl Known {
+    /// What is known of `input`, whole in memory, holding `dtype` values if given.
+    pub fn whole(input: &[u8], dtype: Option<DType>) -> Self {
+        Known {
+            len: Some(input.len() as u64),
+            layout: Some(crate::choice::detect::layout(input, dtype)),
+        }
+    }
+}
+
 impl Plan {
-    fn new(opts: &Options) -> Self {
-        let mut segments: VecDeque<Segment> = match (&opts.layout, opts.dtype) {
-            (Some(l), _) => l.iter().copied().collect(),
+    fn new(opts: &Options, known: Known) -> Self {
+        let size_hint = known.len;
+        let mut segments: VecDeque<Segment> = match (known.layout, opts.dtype) {
+            (Some(l), _) => l.into_iter().collect(),
             (None, Some(d)) => [Segment {
-                len: opts.size_hint.unwrap_or(UNTIL_END),
+                len: size_hint.unwrap_or(UNTIL_END),
                 kind: Kind::Tensor(d),
             }]
             .into(),
             (None, None) => [Segment {
-                len: opts.size_hint.unwrap_or(UNTIL_END),
+                len: size_hint.unwrap_or(UNTIL_END),
                 kind: Kind::General,
             }]
             .into(),
@@ -112,11 +130,7 @@ impl Plan {
         // Known segments bound the blocks; an input of unknown length may go on past them.
         let known = plan.segments.iter().filter(|s| s.len != UNTIL_END);
         let largest = known.map(|s| plan.block_len(s)).max().unwrap_or(0);
-        let tail = if opts.size_hint.is_none() {
-            plan.max
-        } else {
-            0
-        };
+        let tail = if size_hint.is_none() { plan.max } else { 0 };
         plan.cap = largest.max(tail).max(1);
         plan
     }
@@ -258,24 +272,18 @@ const INLINE_MAX: usize = 1 << 20;
 
 fn noop(_: u64) {}
 
-/// Runs `decode`, which hands its output over piece by piece as it writes it, and returns
-/// the output's xxh3-64.
-fn hashed(decode: impl FnOnce(&mut dyn FnMut(&[u8])) -> Result<()>) -> Result<u64> {
-    let mut h = Xxh3::new();
-    decode(&mut |piece| h.update(piece))?;
-    Ok(h.digest())
-}
-
-/// Compresses `input` into `output` as a complete archive.
+/// Compresses `input`, of which `known` is known, into `output` as a complete archive, its
+/// neural blocks with `neural`.
 pub(crate) fn compress<'a>(
     input: &mut impl Source<'a>,
     output: &mut impl Write,
     opts: &Options,
+    neural: &NeuralConfig,
+    known: Known,
 ) -> Result<Stats> {
     opts.validate()?;
-    set_level(opts.kernels);
     let backend = CpuBackend::default();
-    let mut plan = Plan::new(opts);
+    let mut plan = Plan::new(opts, known);
     let tensor_file = plan
         .segments
         .iter()
@@ -285,7 +293,7 @@ pub(crate) fn compress<'a>(
         flags: 0,
         engine_version: ENGINE_VERSION,
         block_size: plan.cap,
-        model_config: opts.model.to_bytes(),
+        neural_config: neural.to_bytes(),
     };
     let mut out = Counting {
         inner: output,
@@ -299,7 +307,6 @@ pub(crate) fn compress<'a>(
         Some(p) => p.as_ref(),
         None => &noop,
     };
-    let model = &opts.model;
     let (blocks, payloads) = (Buffers::new(), Buffers::new());
     let returns = input.returns();
     run_ordered(
@@ -308,7 +315,7 @@ pub(crate) fn compress<'a>(
         |(data, kind, raw_hash): (Bytes<'a>, Kind, u64)| {
             let spare = payloads.empty(0);
             let (codec, payload) =
-                code_block(&data, kind, tensor_file, &backend, model, progress, spare);
+                code_block(&data, kind, tensor_file, &backend, neural, progress, spare);
             let payload_hash = match codec {
                 Codec::Stored => raw_hash,
                 _ => xxh3_64(&payload),
@@ -400,100 +407,24 @@ pub(crate) fn decompress_to_vec<'a>(
     result
 }
 
-/// What every block's decoder needs besides its payload.
-struct BlockDecoder<'a> {
-    model: &'a ModelConfig,
-    backend: CpuBackend,
-    progress: ProgressFn<'a>,
-    /// Buffers for decoders that cannot append to the output they are given.
-    blocks: &'a Buffers,
-}
-
-impl BlockDecoder<'_> {
-    /// Appends block `index` (record `rec`, checked payload `payload`) to `data` (a pooled
-    /// buffer if `pooled`, else the caller's output) and returns the xxh3-64 of its bytes,
-    /// checked against the record.
-    fn decode(
-        &self,
-        index: usize,
-        rec: &BlockRecord,
-        payload: &[u8],
-        data: &mut Vec<u8>,
-        pooled: bool,
-    ) -> Result<u64> {
-        let raw_len = rec.raw_len as usize;
-        let start = data.len();
-        let appends = matches!(
-            rec.codec,
-            Codec::Tensor | Codec::Stored | Codec::Scaled | Codec::Recent
-        );
-        if !appends && (start > 0 || !pooled) {
-            // Decoders that write from the buffer's start, or return their own buffer (which
-            // would replace the caller's): decoded apart, then appended.
-            let mut apart = self.blocks.empty(raw_len);
-            let hash = self.decode(index, rec, payload, &mut apart, true)?;
-            data.extend_from_slice(&apart);
-            self.blocks.give(apart);
-            return Ok(hash);
-        }
-        // The tensor codec hashes its output as it writes it; the others' is hashed after.
-        let mut streamed = None;
-        match rec.codec {
-            Codec::Stored => {
-                stored(index, rec, payload)?;
-                data.extend_from_slice(payload);
-                streamed = Some(rec.raw_hash);
-            }
-            // Codecs that return their own buffer: the pooled one goes back for later blocks.
-            Codec::Model => {
-                let decoded = self
-                    .backend
-                    .decode(payload, raw_len, self.model, self.progress)?;
-                self.blocks.give(std::mem::replace(data, decoded));
-            }
-            Codec::Tensor => {
-                streamed = Some(hashed(|seen| {
-                    crate::tensor::decode_append(payload, raw_len, data, seen)
-                })?);
-            }
-            Codec::Header => {
-                let decoded = crate::tensor::header::decode(payload, raw_len)?;
-                self.blocks.give(std::mem::replace(data, decoded));
-            }
-            Codec::Recent => crate::tensor::recent::decode(payload, raw_len, data)?,
-            Codec::Scaled => crate::tensor::scaled::decode(payload, raw_len, data)?,
-            Codec::Repeated => {
-                streamed = Some(hashed(|seen| {
-                    crate::tensor::repeated::decode(payload, raw_len, data, seen)
-                })?);
-            }
-            Codec::Copies => crate::tensor::copies::decode(payload, raw_len, data)?,
-            Codec::Zstd => {
-                crate::coder::zstd::decompress_to(payload, data)
-                    .map_err(|e| Error::Corrupt(format!("zstd block {index}: {e}")))?;
-            }
-        }
-        if rec.codec != Codec::Model {
-            (self.progress)(rec.raw_len);
-        }
-        let block = data.get(start..).unwrap_or_default();
-        let hash = streamed.unwrap_or_else(|| xxh3_64(block));
-        if block.len() != raw_len || hash != rec.raw_hash {
-            return Err(Error::Checksum(format!("block {index}")));
-        }
-        Ok(hash)
-    }
-}
-
-/// Checks a stored block's payload, its bytes as they are, against the record: its length, and
-/// its checksum (the payload's, already checked, where the two are equal).
-fn stored(index: usize, rec: &BlockRecord, payload: &[u8]) -> Result<()> {
-    if payload.len() != rec.raw_len as usize
-        || (rec.payload_hash != rec.raw_hash && xxh3_64(payload) != rec.raw_hash)
-    {
-        return Err(Error::Checksum(format!("block {index}")));
-    }
-    Ok(())
+/// Appends block `index` (record `rec`, checked payload `payload`) to `data` through its
+/// codec, checked against the record; returns its checksum.
+fn decode_block(
+    decoder: &Decoder,
+    index: usize,
+    rec: &BlockRecord,
+    payload: &[u8],
+    data: &mut Vec<u8>,
+) -> Result<u64> {
+    let hashes = (rec.raw_hash, rec.payload_hash);
+    decoder
+        .decode(rec.codec, payload, rec.raw_len as usize, hashes, data)
+        .map_err(|e| match e {
+            Error::Checksum(_) => Error::Checksum(format!("block {index}")),
+            Error::Corrupt(what) => Error::Corrupt(format!("block {index}: {what}")),
+            e => e,
+        })?;
+    Ok(rec.raw_hash)
 }
 
 /// Decodes a complete archive from `input` into `out`, verifying every checksum.
@@ -503,7 +434,6 @@ fn decode_archive<'a, W: Write>(
     opts: &Options,
 ) -> Result<Stats> {
     opts.validate()?;
-    set_level(opts.kernels);
     let (header, header_len) = Header::read(input)?;
     if header.engine_version != ENGINE_VERSION {
         return Err(Error::EngineVersion {
@@ -511,7 +441,7 @@ fn decode_archive<'a, W: Write>(
             supported: ENGINE_VERSION,
         });
     }
-    let model = ModelConfig::from_bytes(&header.model_config)?;
+    let neural = NeuralConfig::from_bytes(&header.neural_config)?;
     let progress: ProgressFn = match &opts.progress {
         Some(p) => p.as_ref(),
         None => &noop,
@@ -526,11 +456,11 @@ fn decode_archive<'a, W: Write>(
     let room = header.block_size.min(ROOM_MAX) as usize;
     let (payloads, blocks) = (Buffers::new(), Buffers::with_room(room));
     let returns = input.returns();
-    let decoder = BlockDecoder {
-        model: &model,
-        backend: CpuBackend::default(),
+    let backend = CpuBackend::default();
+    let decoder = Decoder {
+        neural: &neural,
+        backend: &backend,
         progress,
-        blocks: &blocks,
     };
     let mut source = || {
         if at_end {
@@ -566,7 +496,7 @@ fn decode_archive<'a, W: Write>(
         // overlap with the next block's decoding).
         Out::Vec(v) if opts.threads == 1 => {
             while let Some((index, rec, payload)) = source()? {
-                let raw_hash = decoder.decode(index, &rec, &payload, v, false)?;
+                let raw_hash = decode_block(&decoder, index, &rec, &payload, v)?;
                 returns.give(payload, &payloads);
                 hasher.block(raw_hash);
                 total += rec.raw_len;
@@ -579,11 +509,13 @@ fn decode_archive<'a, W: Write>(
                 if rec.codec == Codec::Stored {
                     // The bytes are the payload's, passed on as they are.
                     progress(rec.raw_len);
-                    stored(index, &rec, &payload)?;
+                    let raw_len = rec.raw_len as usize;
+                    codecs::stored::check(&payload, raw_len, rec.raw_hash, rec.payload_hash)
+                        .map_err(|_| Error::Checksum(format!("block {index}")))?;
                     return Ok((payload, rec.raw_hash));
                 }
                 let mut data = blocks.empty(rec.raw_len as usize);
-                let hash = decoder.decode(index, &rec, &payload, &mut data, true)?;
+                let hash = decode_block(&decoder, index, &rec, &payload, &mut data)?;
                 returns.give(payload, &payloads);
                 Ok((Bytes::Pooled(data), hash))
             },

@@ -1,0 +1,348 @@
+//! Finds the float arrays in an input: a safetensors file (header parsed by the `safetensors`
+//! crate), a .npy file (its header parsed here), or a raw array of a dtype the user names.
+
+use crate::codecs::float::DType;
+use std::io::Read;
+
+/// What a stretch of the input holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Anything: metadata, integers, text.
+    General,
+    /// A tensor file's header (safetensors JSON or .npy dictionary, with what precedes it).
+    TensorHeader,
+    /// Consecutive values of one float type.
+    Tensor(DType),
+}
+
+/// A stretch of the input and what it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// Length in bytes.
+    pub len: u64,
+    /// Its content.
+    pub kind: Kind,
+}
+
+/// Splits `data` into segments, merging neighbours of the same kind. `raw` is the dtype the
+/// user gave for a file that is neither safetensors nor .npy.
+pub fn layout(data: &[u8], raw: Option<DType>) -> Vec<Segment> {
+    let parts = safetensors(data)
+        .or_else(|| npy(data))
+        .unwrap_or_else(|| match raw {
+            Some(d) => vec![(data.len() as u64, Kind::Tensor(d))],
+            None => vec![(data.len() as u64, Kind::General)],
+        });
+    merge(parts)
+}
+
+/// Segments from (length, kind) parts: empty ones dropped, neighbours of one kind merged
+/// unless both are large tensors.
+fn merge(parts: Vec<(u64, Kind)>) -> Vec<Segment> {
+    let mut out: Vec<Segment> = Vec::new();
+    for (len, kind) in parts {
+        if len == 0 {
+            continue;
+        }
+        match out.last_mut() {
+            // Large tensors stay apart so that each gets its own codec choice and statistics.
+            Some(last) if last.kind == kind && (last.len < OWN_SEGMENT || len < OWN_SEGMENT) => {
+                last.len += len
+            }
+            _ => out.push(Segment { len, kind }),
+        }
+    }
+    out
+}
+
+/// Tensors of at least this many bytes get a segment (and so blocks) of their own.
+const OWN_SEGMENT: u64 = 64 << 10;
+
+fn float_kind(d: safetensors::Dtype) -> Kind {
+    match d {
+        safetensors::Dtype::F16 => Kind::Tensor(DType::F16),
+        safetensors::Dtype::BF16 => Kind::Tensor(DType::BF16),
+        safetensors::Dtype::F32 => Kind::Tensor(DType::F32),
+        safetensors::Dtype::F64 => Kind::Tensor(DType::F64),
+        _ => Kind::General,
+    }
+}
+
+/// Segments of a well-formed safetensors file, or `None`.
+fn safetensors(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
+    // Cheap checks first: header length in range and a JSON object right after it.
+    let n = u64::from_le_bytes(data.get(..8)?.try_into().ok()?);
+    if n < 2 || n > data.len() as u64 - 8 || data[8] != b'{' {
+        return None;
+    }
+    let (header_len, meta) = safetensors::SafeTensors::read_metadata(data).ok()?;
+    let mut parts = tensor_parts(&meta, 8 + header_len as u64, Some(data.len() as u64))?;
+    let at: u64 = parts.iter().map(|p| p.0).sum();
+    parts.push((data.len() as u64 - at, Kind::General));
+    Some(parts)
+}
+
+/// Header segment and tensor segments (in file order) of safetensors metadata whose data
+/// starts at `base`; `None` if tensors overlap or run past `total`.
+fn tensor_parts(
+    meta: &safetensors::tensor::Metadata,
+    base: u64,
+    total: Option<u64>,
+) -> Option<Vec<(u64, Kind)>> {
+    let mut tensors: Vec<_> = meta.tensors().into_values().collect();
+    tensors.sort_by_key(|t| t.data_offsets);
+    let mut parts = vec![(base, Kind::TensorHeader)];
+    let mut at = base;
+    for t in tensors {
+        let s = base.checked_add(t.data_offsets.0 as u64)?;
+        let e = base.checked_add(t.data_offsets.1 as u64)?;
+        if s < at || e < s || total.is_some_and(|n| e > n) {
+            return None;
+        }
+        parts.push((s - at, Kind::General));
+        // Only whole elements go to the planes codec.
+        let kind = match float_kind(t.dtype) {
+            Kind::Tensor(d) if (e - s) % d.width() as u64 != 0 => Kind::General,
+            k => k,
+        };
+        parts.push((e - s, kind));
+        at = e;
+    }
+    Some(parts)
+}
+
+/// Largest safetensors header read from a stream to find its structure.
+const MAX_STREAM_HEADER: u64 = 16 << 20;
+
+/// Reads the start of a stream and, if it is a safetensors or .npy file, returns its segments
+/// (the stream's length being unknown, the last tensor's end is where they stop). Returns the
+/// bytes read, which the caller must still code, in front of the rest of the stream.
+pub fn sniff_stream(input: &mut impl Read) -> std::io::Result<(Vec<u8>, Option<Vec<Segment>>)> {
+    let mut head = Vec::new();
+    input.by_ref().take(8).read_to_end(&mut head)?;
+    if head.len() < 8 {
+        return Ok((head, None));
+    }
+    if head.starts_with(b"\x93NUMPY") {
+        input.by_ref().take(4).read_to_end(&mut head)?;
+        let Some((start, len)) = npy_preamble(&head) else {
+            return Ok((head, None));
+        };
+        if len as u64 > MAX_STREAM_HEADER {
+            return Ok((head, None));
+        }
+        let want = (start + len).saturating_sub(head.len()) as u64;
+        input.by_ref().take(want).read_to_end(&mut head)?;
+        let parts = npy_header(&head).map(|(end, dtype, bytes)| {
+            vec![
+                (end as u64, Kind::TensorHeader),
+                (bytes, Kind::Tensor(dtype)),
+            ]
+        });
+        return Ok((head, parts.map(merge)));
+    }
+    let n = u64::from_le_bytes(head[..8].try_into().unwrap_or([0; 8]));
+    if !(2..=MAX_STREAM_HEADER).contains(&n) {
+        return Ok((head, None));
+    }
+    input.by_ref().take(n).read_to_end(&mut head)?;
+    if head.len() as u64 != 8 + n || head[8] != b'{' {
+        return Ok((head, None));
+    }
+    let parts = serde_json::from_slice::<safetensors::tensor::Metadata>(&head[8..])
+        .ok()
+        .and_then(|meta| tensor_parts(&meta, 8 + n, None));
+    Ok((head, parts.map(merge)))
+}
+
+/// Segments of a .npy file holding little-endian floats, or `None`.
+fn npy(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
+    let (end, dtype, bytes) = npy_header(data)?;
+    let rest = (data.len() - end) as u64;
+    if bytes > rest {
+        return None;
+    }
+    Some(vec![
+        (end as u64, Kind::TensorHeader),
+        (bytes, Kind::Tensor(dtype)),
+        (rest - bytes, Kind::General),
+    ])
+}
+
+/// Length of the .npy preamble (magic, version, header length) before the header, from its
+/// first 12 bytes, or `None` if they are not one.
+fn npy_preamble(data: &[u8]) -> Option<(usize, usize)> {
+    if data.get(..6)? != b"\x93NUMPY" {
+        return None;
+    }
+    match *data.get(6)? {
+        1 => Some((
+            10,
+            u16::from_le_bytes([*data.get(8)?, *data.get(9)?]) as usize,
+        )),
+        2 | 3 => Some((
+            12,
+            u32::from_le_bytes(data.get(8..12)?.try_into().ok()?) as usize,
+        )),
+        _ => None,
+    }
+}
+
+/// From a .npy file's start: where its data begins, its float type and its data length.
+fn npy_header(data: &[u8]) -> Option<(usize, DType, u64)> {
+    let (start, len) = npy_preamble(data)?;
+    let end = start.checked_add(len)?;
+    let header = std::str::from_utf8(data.get(start..end)?).ok()?;
+    let dtype = match field(header, "descr")?.trim_matches(|c| c == '\'' || c == '"') {
+        "<f2" => DType::F16,
+        "<f4" => DType::F32,
+        "<f8" => DType::F64,
+        _ => return None,
+    };
+    let shape = field(header, "shape")?;
+    let mut count = 1u64;
+    for dim in shape
+        .trim_matches(|c| c == '(' || c == ')')
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+    {
+        count = count.checked_mul(dim.parse().ok()?)?;
+    }
+    Some((end, dtype, count.checked_mul(dtype.width() as u64)?))
+}
+
+/// Text of `key`'s value in a .npy header dictionary (up to the next top-level comma).
+fn field<'a>(header: &'a str, key: &str) -> Option<&'a str> {
+    let at = header.find(&format!("'{key}'"))? + key.len() + 2;
+    let rest = header[at..].trim_start().strip_prefix(':')?.trim_start();
+    let mut depth = 0i32;
+    for (i, c) in rest.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            ',' | '}' if depth == 0 => return Some(rest[..i].trim()),
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn st_file(entries: &[(&str, &str, usize)]) -> Vec<u8> {
+        let mut json = String::from("{\"__metadata__\":{\"format\":\"pt\"}");
+        let mut off = 0;
+        let mut body = Vec::new();
+        for (name, dt, bytes) in entries {
+            let w = match *dt {
+                "F32" | "I32" => 4,
+                "F64" => 8,
+                "U8" => 1,
+                _ => 2,
+            };
+            json += &format!(
+                ",\"{name}\":{{\"dtype\":\"{dt}\",\"shape\":[{}],\"data_offsets\":[{off},{}]}}",
+                bytes / w,
+                off + bytes
+            );
+            off += bytes;
+            body.extend((0..*bytes).map(|i| (i * 7) as u8));
+        }
+        json.push('}');
+        while (json.len() + 8) % 8 != 0 {
+            json.push(' ');
+        }
+        let mut out = (json.len() as u64).to_le_bytes().to_vec();
+        out.extend_from_slice(json.as_bytes());
+        out.extend_from_slice(&body);
+        out
+    }
+
+    #[test]
+    fn safetensors_segments_follow_the_header() {
+        let f = st_file(&[
+            ("a", "F32", 400),
+            ("b", "F32", 40),
+            ("c", "I32", 12),
+            ("d", "BF16", 6),
+            ("e", "BF16", 70_000),
+            ("f", "BF16", 80_000),
+        ]);
+        let l = layout(&f, None);
+        let h = f.len() as u64 - 150_458;
+        assert_eq!(
+            l,
+            vec![
+                Segment {
+                    len: h,
+                    kind: Kind::TensorHeader
+                },
+                Segment {
+                    len: 440,
+                    kind: Kind::Tensor(DType::F32)
+                },
+                Segment {
+                    len: 12,
+                    kind: Kind::General
+                },
+                Segment {
+                    len: 70_006,
+                    kind: Kind::Tensor(DType::BF16)
+                },
+                Segment {
+                    len: 80_000,
+                    kind: Kind::Tensor(DType::BF16)
+                },
+            ]
+        );
+        // A damaged header is not safetensors.
+        let mut bad = f.clone();
+        bad[10] = b'#';
+        assert_eq!(
+            layout(&bad, None),
+            vec![Segment {
+                len: f.len() as u64,
+                kind: Kind::General
+            }]
+        );
+    }
+
+    #[test]
+    fn npy_and_raw() {
+        let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 5), }";
+        let mut f = b"\x93NUMPY\x01\x00".to_vec();
+        let mut h = header.to_string();
+        while !(10 + h.len() + 1).is_multiple_of(64) {
+            h.push(' ');
+        }
+        h.push('\n');
+        f.extend_from_slice(&(h.len() as u16).to_le_bytes());
+        f.extend_from_slice(h.as_bytes());
+        let hl = f.len() as u64;
+        f.extend(std::iter::repeat_n(1u8, 60));
+        assert_eq!(
+            layout(&f, None),
+            vec![
+                Segment {
+                    len: hl,
+                    kind: Kind::TensorHeader
+                },
+                Segment {
+                    len: 60,
+                    kind: Kind::Tensor(DType::F32)
+                },
+            ]
+        );
+        assert_eq!(
+            layout(b"plain text", Some(DType::F16)),
+            vec![Segment {
+                len: 10,
+                kind: Kind::Tensor(DType::F16)
+            }]
+        );
+        assert_eq!(layout(b"", None), vec![]);
+    }
+}

@@ -1,0 +1,588 @@
+//! Which codec a block gets. Each candidate's size is predicted from a cheap look at the block
+//! (a zstd pass and an order-0 entropy over a sample; the planes codec itself, which is fast),
+//! and the slow neural model is only run where its predicted gain pays for its time: never in
+//! a file with tensors, whose speed is the tensor path's.
+
+pub mod detect;
+
+use crate::codecs::float::distinct::{Distinct, Key};
+use crate::codecs::float::{self, DType};
+use crate::codecs::neural::{Backend, NeuralConfig};
+use crate::codecs::{zstd as zstd_codec, ProgressFn};
+use crate::format::Codec;
+use detect::Kind;
+
+/// Bytes of the block looked at to predict sizes (taken as evenly spaced pieces).
+const SAMPLE: usize = 64 << 10;
+const PIECES: usize = 4;
+/// zstd level of the fast general codec.
+const ZSTD_LEVEL: i32 = 9;
+/// zstd level for the small general blocks of tensor files (structured arrays, mixed small
+/// tensors): the strongest; it decodes as fast as any level (headers take `ZSTD_LEVEL`: the
+/// header codec beats both on every weight file measured, and level 19 costs ~1 ms even there).
+const ZSTD_STRONG: i32 = 19;
+/// A tensor block's zstd sample is only taken where at least this share of its windows
+/// repeat (`repeats`). Measured on 471 tensor blocks (weights, dequantized weights, the binary
+/// corpora read as each float type): every block zstd won had at least 0.034; trained weights
+/// had at most 0.005 (f32) and 0.0197 (bf16). Counting takes half the time of the sample.
+const REPEATS_MIN: f64 = 0.02;
+/// A tensor block's sample share of repeated values (`repeats`) from which the repeated-values
+/// layer is tried: 0.016 on PP-OCRv4 rec's classifier weights, at most 0.005 on trained f32
+/// weights measured; up from `REPEATED_MAX` values repeat as dequantized weights do (scaled
+/// integers, recent values).
+const REPEATED_MIN: f64 = 0.008;
+const REPEATED_MAX: f64 = 0.5;
+/// The planes codec is skipped where the repeated-values layer is below this share of the
+/// size predicted for it.
+const REPEATED_MARGIN: f64 = 0.997;
+/// A tensor block's sample share of repeated values (`repeats`) from which the copies layer
+/// is tried: it keeps a block only where at most half its values are literals (first
+/// sightings, mostly), but the sample's pieces see far fewer repeats than the whole block
+/// (silero's STFT basis: 0.23 against 0.83; trained weights: at most 0.02).
+const COPIES_MIN: f64 = 0.1;
+/// The planes codec is skipped where copies are below this share of the size predicted for it
+/// (silero's STFT basis: 0.11).
+const COPIES_MARGIN: f64 = 0.5;
+/// Where copies won, zstd is still tried if the sample's zstd size is under this multiple of
+/// theirs (blocks coded at `ZSTD_STRONG`, and others).
+const COPIES_REACH_STRONG: f64 = 2.0;
+const COPIES_REACH: f64 = 1.25;
+/// Largest block coded at `ZSTD_STRONG` (it compresses at a few MB/s).
+const STRONG_MAX: usize = 1 << 20;
+/// Blocks of scaled integers predict the planes codec's size from their first
+/// `1 / SCALED_SAMPLE`, and skip it where scaled integers are below `SCALED_MARGIN` of that.
+const SCALED_SAMPLE: usize = 8;
+const SCALED_MARGIN: f64 = 0.8;
+/// The neural codec runs only if its predicted size is smaller than the best fast codec's by
+/// at least this fraction of the block: it costs ~1000x their time.
+const NEURAL_MIN_GAIN: f64 = 0.01;
+/// Share of the redundancy left by zstd that the neural codec is predicted to remove as well
+/// (measured on the shared corpora: sep's archives are 16% smaller than zstd -19's in total).
+const NEURAL_EXTRA: f64 = 0.15;
+
+/// General blocks of at least this many bytes (outside tensor files) are also tried as arrays
+/// of each float type (`float_guess`).
+const GUESS_MIN: usize = 16 << 10;
+/// Added to the share of a general block's sample that the planes codec makes (`float_guess`)
+/// before the neural codec's predicted share is set against it: a margin for that prediction,
+/// which is pessimistic (raw PP-OCRv4 det f32 weights: predicted 0.919, made 0.841, the tensor
+/// codec 0.839; binary/geo, 32-bit floats of another format: predicted 0.627, made 0.443,
+/// where the planes codec's sample made 0.610).
+const GUESS_HANDICAP: f64 = 0.03;
+/// How far under its order-0 entropy zstd may take a sample that still counts as showing no
+/// structure beyond its values' statistics (raw trained weights: zstd 0.4-0.7% above it; the
+/// middle of each file of the binary corpora, whose structure the neural codec finds: 4%
+/// (binary/geo) to 74% under).
+const FLAT: f64 = 0.01;
+/// The float types a general block is tried as, widest first (ties keep the first).
+const GUESSES: [DType; 4] = [DType::F64, DType::F32, DType::BF16, DType::F16];
+
+/// Evenly spaced pieces of `data`, `SAMPLE` bytes in all (or all of it if smaller).
+fn sample(data: &[u8]) -> Vec<u8> {
+    if data.len() <= SAMPLE {
+        return data.to_vec();
+    }
+    let step = (data.len() - PIECE) / (PIECES - 1);
+    pieces(data, |i| i * step)
+}
+
+/// Length of each of a sample's `PIECES` pieces.
+const PIECE: usize = SAMPLE / PIECES;
+
+/// The `PIECES` pieces of `data` starting at `at(0)`, `at(1)`, ..., one after the other.
+fn pieces(data: &[u8], at: impl Fn(usize) -> usize) -> Vec<u8> {
+    let mut s = Vec::with_capacity(SAMPLE);
+    for i in 0..PIECES {
+        s.extend_from_slice(&data[at(i)..at(i) + PIECE]);
+    }
+    s
+}
+
+/// Pieces of `data`, `SAMPLE` bytes in all (or all of it if smaller), each centred in its
+/// quarter of the block (the edges of a block are where a file keeps its headers: a
+/// checkpoint's pickle, an archive's directory) and starting at a multiple of 8 bytes (so that
+/// values of any width stay whole).
+fn aligned_sample(data: &[u8]) -> Vec<u8> {
+    let whole = data.len() & !7;
+    if whole <= SAMPLE {
+        return data[..whole].to_vec();
+    }
+    pieces(data, |i| {
+        ((2 * i + 1) * whole / (2 * PIECES) - PIECE / 2) & !7
+    })
+}
+
+/// The float type as whose array the planes codec codes `s` (a general block's
+/// `aligned_sample`) best, with the fraction of `s` it makes: a raw dump of weights or a
+/// checkpoint's tensor storages, which carry no header to say so.
+fn float_guess(s: &[u8]) -> Option<(DType, f64)> {
+    GUESSES
+        .iter()
+        .map(|&d| (d, float::encode(s, d).len() as f64 / s.len() as f64))
+        .reduce(|a, b| if b.1 < a.1 { b } else { a })
+}
+
+/// Share of a tensor sample's windows (4 bytes, 8 for 8-byte values, one per value) that
+/// appeared earlier in it: zstd's matches can only beat the planes codec's value model where
+/// windows repeat (structured arrays, palettes, runs); on trained float weights almost none do.
+fn repeats(s: &[u8], width: usize) -> f64 {
+    let win = width.max(4);
+    let n = if s.len() >= win {
+        (s.len() - win) / width + 1
+    } else {
+        0
+    };
+    if n == 0 {
+        return 0.0;
+    }
+    // 4-byte windows in a table of `u32`: half the memory to touch.
+    let repeated = match win {
+        4 => TABLE32.with(|t| {
+            let key = |w: &[u8]| u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            count_repeats(n, s.windows(4).step_by(width).take(n).map(key), t)
+        }),
+        _ => TABLE64.with(|t| {
+            let key = |w: &[u8]| u64::from_le_bytes(w.try_into().unwrap_or_default());
+            count_repeats(n, s.chunks_exact(8).take(n).map(key), t)
+        }),
+    };
+    repeated as f64 / n as f64
+}
+
+/// How many of the `n` windows `keys` equal an earlier one, counted in a set whose memory is
+/// the thread's `table` (reused: fresh memory would cost a page fault per 4 KiB).
+fn count_repeats<K: Key>(
+    n: usize,
+    keys: impl Iterator<Item = K>,
+    table: &std::cell::Cell<Vec<K>>,
+) -> usize {
+    let mut set = Distinct::in_slots(table.take(), n);
+    let mut repeated = 0;
+    for k in keys {
+        repeated += usize::from(!set.insert(k));
+    }
+    table.set(set.into_slots());
+    repeated
+}
+
+thread_local! {
+    /// `repeats`' hash tables, kept for the thread's next block.
+    static TABLE32: std::cell::Cell<Vec<u32>> = const { std::cell::Cell::new(Vec::new()) };
+    static TABLE64: std::cell::Cell<Vec<u64>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Order-0 entropy of `data` as a fraction of its size.
+fn order0(data: &[u8]) -> f64 {
+    let mut counts = [0u64; 256];
+    for &b in data {
+        counts[b as usize] += 1;
+    }
+    let n = data.len().max(1) as f64;
+    let bits: f64 = counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| -(c as f64) * (c as f64 / n).log2())
+        .sum();
+    bits / 8.0 / n
+}
+
+/// zstd-compressed `data`, or `None` if zstd fails (it does not on valid input).
+fn zstd(data: &[u8]) -> Option<Vec<u8>> {
+    zstd_codec::compress(data, ZSTD_LEVEL)
+}
+
+/// `zstd` at `ZSTD_STRONG` for blocks of at most `STRONG_MAX` bytes, else at `ZSTD_LEVEL`.
+fn zstd_strong(data: &[u8]) -> Option<Vec<u8>> {
+    match data.len() <= STRONG_MAX {
+        true => zstd_codec::compress(data, ZSTD_STRONG),
+        false => zstd(data),
+    }
+}
+
+/// Sizes of a block under the cheap estimators, as fractions of its size, from one sample.
+struct Prediction {
+    /// zstd at `ZSTD_LEVEL`.
+    zstd: f64,
+    /// Order-0 entropy.
+    order0: f64,
+}
+
+/// zstd's size at `level` on `s`, as a fraction of its size (1 if empty).
+fn zstd_fraction(s: &[u8], level: i32) -> f64 {
+    match zstd_codec::compress(s, level) {
+        Some(z) if !s.is_empty() => z.len() as f64 / s.len() as f64,
+        _ => 1.0,
+    }
+}
+
+impl Prediction {
+    fn of(data: &[u8]) -> Self {
+        Self::of_sample(&sample(data))
+    }
+
+    /// The prediction from a sample `s` already taken.
+    fn of_sample(s: &[u8]) -> Self {
+        Prediction {
+            zstd: zstd_fraction(s, ZSTD_LEVEL),
+            order0: order0(s),
+        }
+    }
+
+    /// Whether the neural codec's predicted size beats the fast codecs' by enough to pay for
+    /// its time.
+    fn worth_neural(&self) -> bool {
+        self.worth_neural_against(1.0)
+    }
+
+    /// `worth_neural`, with one more fast codec predicted to make `other` of the block.
+    fn worth_neural_against(&self, other: f64) -> bool {
+        let fast = self.zstd.min(other).min(1.0);
+        let neural = 1.0 - (1.0 + NEURAL_EXTRA) * (1.0 - self.zstd.min(self.order0));
+        neural < fast - NEURAL_MIN_GAIN
+    }
+}
+
+/// Whether a general block holding `data` would be given to the neural codec.
+pub fn neural_predicted(data: &[u8]) -> bool {
+    Prediction::of(data).worth_neural()
+}
+
+/// The smallest coding of a block found so far (storing it to start with).
+struct Best<'a> {
+    data: &'a [u8],
+    codec: Codec,
+    payload: Vec<u8>,
+}
+
+impl Best<'_> {
+    /// Archived size of the current choice.
+    fn len(&self) -> usize {
+        match self.codec {
+            Codec::Stored => self.data.len(),
+            _ => self.payload.len(),
+        }
+    }
+
+    /// Keeps `payload` if it is smaller than the current choice.
+    fn consider(&mut self, codec: Codec, payload: Vec<u8>) {
+        if payload.len() < self.len() {
+            self.codec = codec;
+            self.payload = payload;
+        }
+    }
+}
+
+/// Codes `data` (a block holding `kind`, from a file with tensors if `tensor_file`) with the
+/// codec predicted to be best; returns the codec and payload (empty for `Stored`: the payload
+/// is the data itself). `spare` is a buffer whose room the payload may take.
+pub fn code_block(
+    data: &[u8],
+    kind: Kind,
+    tensor_file: bool,
+    backend: &dyn Backend,
+    neural: &NeuralConfig,
+    progress: ProgressFn,
+    mut spare: Vec<u8>,
+) -> (Codec, Vec<u8>) {
+    let mut best = Best {
+        data,
+        codec: Codec::Stored,
+        payload: Vec::new(),
+    };
+    match kind {
+        Kind::Tensor(dtype) => {
+            // Values that are integers times a scale (dequantized weights) as integers.
+            let scaled = float::scaled::encode_chosen(data, dtype);
+            let s = sample(data);
+            let share = repeats(&s, dtype.width());
+            // Arrays built from a formula as copies of earlier values, where many windows
+            // repeat and scaled integers did not apply (dequantized weights repeat too).
+            let copies = match scaled.is_none() && share >= COPIES_MIN {
+                true => float::copies::encode_chosen(data, dtype),
+                false => None,
+            };
+            // Values that recur exactly among mostly distinct ones (never-trained classes, dead
+            // channels), where the sample has them and neither scaled integers nor copies
+            // applied.
+            let plain = scaled.is_none() && copies.is_none();
+            let repeated = match plain && (REPEATED_MIN..REPEATED_MAX).contains(&share) {
+                true => match float::repeated::encode_chosen(data, dtype, spare) {
+                    Ok(r) => {
+                        spare = Vec::new();
+                        Some(r)
+                    }
+                    Err(back) => {
+                        spare = back;
+                        None
+                    }
+                },
+                false => None,
+            };
+            // The planes codec, unless its size predicted from the block's first part is well
+            // above what scaled integers made (a quarter of the encode time of such blocks), or
+            // predicted from the plain values of the repeated-values layer above what the layer
+            // made.
+            // Likewise where copies are well under the size predicted (a formula's table).
+            let predicted = || {
+                let cut = (data.len() / SCALED_SAMPLE / dtype.width()) * dtype.width();
+                let part = float::encode(&data[..cut], dtype).len() * SCALED_SAMPLE;
+                (cut > 0).then_some(part as f64)
+            };
+            let under = |p: &Vec<u8>, margin: f64| {
+                predicted().is_some_and(|part| (p.len() as f64) < margin * part)
+            };
+            let sure = scaled.as_ref().is_some_and(|p| under(p, SCALED_MARGIN))
+                || copies.as_ref().is_some_and(|p| under(p, COPIES_MARGIN))
+                || repeated
+                    .as_ref()
+                    .and_then(|r| {
+                        r.plain_estimate
+                            .map(|e| (r.payload.len() as f64) < REPEATED_MARGIN * e)
+                    })
+                    .unwrap_or(false);
+            if !sure {
+                float::encode_into(data, dtype, &mut spare);
+                best.consider(Codec::Planes, spare);
+            }
+            if let Some(r) = repeated {
+                best.consider(Codec::Repeated, r.payload);
+            }
+            // A value the planes codec codes at its average cost (a miss, below).
+            let values = (data.len() / dtype.width()).max(1);
+            let miss_bits = 8.0 * best.len() as f64 / values as f64;
+            if let Some(p) = scaled {
+                best.consider(Codec::Scaled, p);
+            }
+            // Values that repeat exactly (dequantized weights) as ranks among recent ones; not
+            // tried where scaled integers already won (every measured block: it codes their
+            // levels without a palette).
+            let recent = match best.codec {
+                Codec::Scaled => None,
+                _ => float::recent::choose(data, dtype, miss_bits, best.len()),
+            };
+            if let Some(size) = recent {
+                let mut p = Vec::new();
+                float::recent::encode_into(data, dtype, size, &mut p);
+                best.consider(Codec::Recent, p);
+            }
+            if let Some(p) = copies {
+                best.consider(Codec::Copies, p);
+            }
+            // zstd only where the sample says it could win (structured arrays, runs of
+            // repeated values).
+            // The sample at level 9: at 3, silero's STFT basis (zstd -19: 4.4x) looked like 1.18x and
+            // went to the planes codec (1.22x).
+            // Where the best so far is under half the block and under half of what zstd's
+            // fastest level makes of the sample, level 9 is not tried either (blocks of scaled
+            // integers).
+            // Nor where its windows hardly repeat (trained weights).
+            let small = 2 * best.len() < data.len();
+            let hopeless = share < REPEATS_MIN
+                || small && zstd_fraction(&s, 1) * data.len() as f64 > 2.0 * best.len() as f64;
+            // Where copies won, zstd's matches are plentiful, and its strongest level goes
+            // further past the sample's level than elsewhere.
+            let reach = match (best.codec, data.len() <= STRONG_MAX) {
+                (Codec::Copies, true) => COPIES_REACH_STRONG,
+                (Codec::Copies, false) => COPIES_REACH,
+                _ => 1.0,
+            };
+            if !hopeless
+                && zstd_fraction(&s, ZSTD_LEVEL) * (data.len() as f64) < reach * best.len() as f64
+            {
+                if let Some(z) = zstd_strong(data) {
+                    best.consider(Codec::Zstd, z);
+                }
+            }
+            progress(data.len() as u64);
+        }
+        Kind::TensorHeader => {
+            // Plain zstd only where the header codec's rewrite does not apply: its text is the
+            // header's with fewer digits, coded at a higher level.
+            match float::tensor_header::encode(data) {
+                Some(h) => best.consider(Codec::TensorHeader, h),
+                None => {
+                    if let Some(z) = zstd(data) {
+                        best.consider(Codec::Zstd, z);
+                    }
+                }
+            }
+            progress(data.len() as u64);
+        }
+        Kind::General => {
+            let p = Prediction::of(data);
+            // Floats with no header to say so (a raw dump, a checkpoint's tensor storages):
+            // where the middle of the block shows nothing beyond its values' statistics (zstd
+            // finds no more than their order-0 entropy) and the planes codec, its sample size
+            // taken `GUESS_HANDICAP` larger, counts as one more fast codec that the neural
+            // model is not predicted to beat, the neural codec is skipped (trained weights). The
+            // middle, because a block's edges may hold a header (a checkpoint's pickle, an
+            // archive's directory) that the general sample sees much of.
+            // The floats are only guessed where they can decide: the middle is flat, or the
+            // neural model is not predicted to run anyway (a text goes to it without them).
+            let middle = (!tensor_file && data.len() >= GUESS_MIN).then(|| aligned_sample(data));
+            let centre = middle.as_deref().map(Prediction::of_sample);
+            let flat = centre.as_ref().is_some_and(|c| c.zstd >= c.order0 - FLAT);
+            let predicted = p.worth_neural();
+            let floats = match &middle {
+                Some(s) if flat || !predicted => float_guess(s),
+                _ => None,
+            };
+            let worth_neural = match (floats, &centre) {
+                (Some((_, fraction)), Some(c))
+                    if flat && !c.worth_neural_against(fraction + GUESS_HANDICAP) =>
+                {
+                    false
+                }
+                _ => predicted,
+            };
+            // Never in a file with tensors: the neural codec (~60 KB/s per core) would set its
+            // speed (a 1.8 KB header took 6x as long as the 7 MB of weights after it).
+            if !tensor_file && worth_neural {
+                best.consider(Codec::Neural, backend.encode(data, neural, progress));
+            } else {
+                let mut reported = false;
+                // The block as an array of the type guessed, every tensor codec in turn.
+                let beats_zstd = |f: &(DType, f64)| centre.as_ref().is_some_and(|c| f.1 < c.zstd);
+                if let Some((dtype, _)) = floats.filter(beats_zstd) {
+                    let kind = Kind::Tensor(dtype);
+                    let (codec, payload) =
+                        code_block(data, kind, tensor_file, backend, neural, progress, spare);
+                    reported = true;
+                    if codec != Codec::Stored {
+                        best.consider(codec, payload);
+                    }
+                }
+                // zstd unless its sample predicts it larger than what the planes codecs made.
+                let zstd_size = p.zstd * data.len() as f64;
+                if p.zstd < 1.0 && (best.codec == Codec::Stored || zstd_size < best.len() as f64) {
+                    // Tensor files take the strongest level on small blocks.
+                    let z = match tensor_file {
+                        true => zstd_strong(data),
+                        false => zstd(data),
+                    };
+                    if let Some(z) = z {
+                        best.consider(Codec::Zstd, z);
+                    }
+                }
+                if !reported {
+                    progress(data.len() as u64);
+                }
+            }
+        }
+    }
+    (best.codec, best.payload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::xorshift;
+
+    #[test]
+    fn predictions_follow_the_data() {
+        let text: Vec<u8> = b"the quick brown fox jumps over the lazy dog; "
+            .iter()
+            .cycle()
+            .take(200_000)
+            .copied()
+            .collect();
+        assert!(Prediction::of(&text).zstd < 0.05);
+        assert!(order0(&text) < 0.6);
+        let mut x = 1u64;
+        let noise: Vec<u8> = (0..200_000).map(|_| xorshift(&mut x) as u8).collect();
+        assert!(Prediction::of(&noise).zstd > 0.99);
+        assert!(order0(&noise) > 0.99);
+        assert!(!neural_predicted(&noise));
+        assert!(neural_predicted(&text));
+        assert_eq!(sample(&noise).len(), SAMPLE);
+        assert_eq!(sample(&noise[..100]).len(), 100);
+    }
+
+    #[test]
+    fn structured_tensors_go_to_copies() {
+        // An STFT basis, 258 rows of 256: zstd -19 codes it at ~4x (and takes 30 times as long
+        // as the planes codec), the planes codec at ~1.2x, copies of earlier values best.
+        let data = crate::testing::stft_basis(256);
+        let backend = crate::codecs::neural::CpuBackend::default();
+        let model = NeuralConfig::default();
+        let kind = Kind::Tensor(DType::F32);
+        let (codec, payload) = code_block(&data, kind, true, &backend, &model, &|_| {}, Vec::new());
+        assert_eq!(codec, Codec::Copies);
+        let z = zstd_codec::compress(&data, ZSTD_STRONG).unwrap();
+        assert!(
+            2 * payload.len() < z.len(),
+            "{} against {}",
+            payload.len(),
+            z.len()
+        );
+    }
+
+    #[test]
+    fn raw_float_arrays_take_the_tensor_codecs() {
+        // Weights-like f32 values (about normal, a scale per row of 512) with no header: a
+        // general block outside tensor files.
+        let mut x = 11u64;
+        let mut scale = 0.0f32;
+        let data: Vec<u8> = (0..300_000)
+            .flat_map(|i| {
+                if i % 512 == 0 {
+                    scale = 0.01 * (1 + xorshift(&mut x) % 8) as f32;
+                }
+                let u: f32 = (0..4).map(|_| (xorshift(&mut x) >> 40) as f32).sum();
+                (scale * (u / (1u64 << 24) as f32 - 2.0)).to_le_bytes()
+            })
+            .collect();
+        let (dtype, fraction) = float_guess(&aligned_sample(&data)).expect("a guess");
+        assert_eq!(dtype, DType::F32);
+        let p = Prediction::of(&data);
+        assert!(
+            p.worth_neural(),
+            "without the guess, the neural codec would run"
+        );
+        assert!(!p.worth_neural_against(fraction + GUESS_HANDICAP));
+        let backend = crate::codecs::neural::CpuBackend::default();
+        let model = NeuralConfig::default();
+        let (codec, payload) = code_block(
+            &data,
+            Kind::General,
+            false,
+            &backend,
+            &model,
+            &|_| {},
+            Vec::new(),
+        );
+        assert_eq!(codec, Codec::Planes);
+        assert!(payload.len() < data.len() * 9 / 10);
+        assert!(float::decode(&payload, data.len()).expect("decodes") == data);
+        // Text is still predicted to gain from the neural codec over its guess.
+        let text: Vec<u8> = (0..40_000u32)
+            .flat_map(|i| format!("line {} of {}; ", i * 7 % 1000, i % 13).into_bytes())
+            .collect();
+        let guessed = float_guess(&aligned_sample(&text)).map_or(1.0, |g| g.1 + GUESS_HANDICAP);
+        assert!(Prediction::of(&text).worth_neural_against(guessed));
+        // Sample pieces start at multiples of 8 bytes whatever the length.
+        assert_eq!(aligned_sample(&data[..1_000_003]).len(), SAMPLE);
+        assert_eq!(aligned_sample(&data[..1003]).len(), 1000);
+    }
+
+    #[test]
+    fn repeats_count_earlier_windows() {
+        let f32s = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        // Weights-like values: no window repeats; a palette of 8 values: nearly all do.
+        let mut x = 7u64;
+        let noise: Vec<f32> = (0..16_384)
+            .map(|_| (xorshift(&mut x) as u32 >> 9) as f32 / (1u32 << 23) as f32 - 0.5)
+            .collect();
+        assert!(repeats(&f32s(&noise), 4) < 0.001);
+        let palette: Vec<f32> = noise.iter().map(|v| (v * 8.0).round()).collect();
+        assert!(repeats(&f32s(&palette), 4) > 0.99);
+        // Exactly: windows 0, 1, 2 are new, the second 0 and 1 repeat; three 16-bit ones make
+        // two windows of two values (the last value starts none), the second a repeat.
+        assert_eq!(repeats(&f32s(&[0.0, 1.0, 2.0, 0.0, 1.0]), 4), 0.4);
+        assert_eq!(repeats(&[1, 0, 1, 0, 1, 0], 2), 0.5);
+        // A window equal to the free-slot marker is counted like any other.
+        let ones = [0xffu8; 24];
+        assert_eq!(repeats(&ones, 8), 2.0 / 3.0);
+        assert_eq!(repeats(&[], 4), 0.0);
+    }
+}

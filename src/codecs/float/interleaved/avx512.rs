@@ -1,0 +1,326 @@
+//! AVX-512F kernels: a group of 16, 32 or 64 lanes in 1, 2 or 4 registers, reading and
+//! writing exactly the words of the scalar reference in `super`.
+
+use super::{States, Symbols};
+use crate::codecs::float::planes::{
+    Contexts, Model, ESCAPE_SYM, E_BITS, E_STRIDE, M_BITS, RAW_BITS, ZERO, ZERO_EM,
+};
+use crate::entropy::rans::{Words, WAYS};
+use std::arch::x86_64::*;
+
+/// Decodes whole groups of `16 R` lanes (register r holds lanes 16 r to 16 r + 15, so `R`
+/// dependency chains overlap) while the stream has room for a group's worst case (3 words
+/// per lane) past the current position; returns the number of values decoded. Each group's
+/// exponent context comes from `ctx` and is recorded in `groups`.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt,bmi1,bmi2,lzcnt")]
+pub(super) unsafe fn groups<const R: usize>(
+    x: &mut States,
+    w: &mut Words,
+    model: &Model,
+    em: &mut [u16],
+    ctx: &mut Contexts,
+    groups: &mut [u8],
+) -> usize {
+    let lanes = 16 * R;
+    let group_bytes = 3 * 2 * lanes;
+    let data = w.words;
+    let mut pos = w.pos;
+    let mut xs: [__m512i; R] =
+        std::array::from_fn(|r| _mm512_loadu_si512(x[16 * r..].as_ptr().cast()));
+    let low = _mm512_set1_epi32(1 << 16);
+    let m12 = _mm512_set1_epi32(0xfff);
+    let low16 = _mm512_set1_epi32(0xffff);
+    let thirty_two = _mm512_set1_epi32(32);
+    let sixty_four = _mm512_set1_epi32(64);
+    let one_twenty_eight = _mm512_set1_epi32(128);
+    let m9 = _mm512_set1_epi32(0x1ff);
+    let m8 = _mm512_set1_epi32(0xff);
+    let m4 = _mm512_set1_epi32(15);
+    let zero_sym = _mm512_set1_epi32(ZERO as i32);
+    let zero_em = _mm512_set1_epi32(ZERO_EM as i32);
+    let m_dec = model.m_dec.as_ptr() as *const i32;
+    // Lanes in `active` whose state fell below LOW take the next words, in lane order.
+    macro_rules! renorm {
+        ($xs:expr, $active:expr) => {{
+            let need = _mm512_mask_cmplt_epu32_mask($active, $xs, low);
+            // In bounds: a group starts only with group_bytes left, at most 32 bytes a step.
+            let next = _mm256_loadu_si256(data.as_ptr().add(pos).cast());
+            let fill = _mm512_maskz_expand_epi32(need, _mm512_cvtepu16_epi32(next));
+            $xs = _mm512_mask_or_epi32($xs, need, _mm512_slli_epi32::<16>($xs), fill);
+            pos += 2 * need.count_ones() as usize;
+        }};
+    }
+    let mut done = 0;
+    while done + lanes <= em.len() && pos + group_bytes <= data.len() {
+        let c = ctx.next as usize;
+        groups[done / lanes] = c as u8;
+        let zero_start = _mm512_set1_epi32(model.zero_start[c] as i32);
+        let esc_start = _mm512_set1_epi32(model.escape_start[c] as i32);
+        let e_dec = model.e_dec[c * E_STRIDE..].as_ptr() as *const i32;
+        let row = &model.e_enc[c];
+        let e_enc = row.as_ptr() as *const i32;
+        // The slot ranges of the (at most) 128 highest exponents are looked up in registers
+        // (a gather costs far more than a few permutations); with more, the lanes that hold
+        // one below them (rare in weights: under 2^-127 of the largest) gather theirs. Only
+        // the registers the window reaches are loaded: it ends at the row's 256th entry at
+        // most.
+        let (lowest, all) = model.e_window();
+        let (lowest, span) = (lowest + all.saturating_sub(128), all.min(128));
+        let window: [__m512i; 8] = std::array::from_fn(|t| match 16 * t < span {
+            true => _mm512_loadu_si512(row[lowest + 16 * t..].as_ptr().cast()),
+            false => _mm512_setzero_si512(),
+        });
+        let lowest = _mm512_set1_epi32(lowest as i32);
+        let zero_entry = _mm512_set1_epi32(row[ZERO] as i32);
+        let escape_entry = _mm512_set1_epi32(row[ESCAPE_SYM] as i32);
+        // `E` symbols: exponents, which lanes escaped, which are +0.0.
+        let mut e = [_mm512_setzero_si512(); R];
+        let mut esc = [0u16; R];
+        let mut zero = [0u16; R];
+        for r in 0..R {
+            let slot = _mm512_and_si512(xs[r], m12);
+            // The exponent byte of each slot (E_STRIDE leaves room for a 4-byte read at the last).
+            e[r] = _mm512_and_si512(_mm512_i32gather_epi32::<1>(slot, e_dec), m8);
+            esc[r] = _mm512_cmpge_epu32_mask(slot, esc_start);
+            zero[r] = _mm512_cmpge_epu32_mask(slot, zero_start) & !esc[r];
+            let at = _mm512_sub_epi32(e[r], lowest);
+            // The entries of 64 exponents held in four registers: two permutations, a blend.
+            let of_64 = |w: &[__m512i]| {
+                let low = _mm512_permutex2var_epi32(w[0], at, w[1]);
+                let high = _mm512_permutex2var_epi32(w[2], at, w[3]);
+                _mm512_mask_blend_epi32(_mm512_test_epi32_mask(at, thirty_two), low, high)
+            };
+            let d = if span <= 32 {
+                _mm512_permutex2var_epi32(window[0], at, window[1])
+            } else if span <= 64 {
+                of_64(&window[..4])
+            } else {
+                let (low, high) = (of_64(&window[..4]), of_64(&window[4..]));
+                let d = _mm512_mask_blend_epi32(_mm512_test_epi32_mask(at, sixty_four), low, high);
+                // Exponents below the window wrap to a large `at` (+0.0 and escaped lanes
+                // take other entries below).
+                let below = match all > 128 {
+                    true => _mm512_cmpge_epu32_mask(at, one_twenty_eight) & !(zero[r] | esc[r]),
+                    false => 0,
+                };
+                match below {
+                    0 => d,
+                    _ => _mm512_mask_i32gather_epi32::<4>(d, below, e[r], e_enc),
+                }
+            };
+            let d = _mm512_mask_mov_epi32(d, zero[r], zero_entry);
+            let d = _mm512_mask_mov_epi32(d, esc[r], escape_entry);
+            xs[r] = _mm512_add_epi32(
+                _mm512_mullo_epi32(
+                    _mm512_srli_epi32::<16>(d),
+                    _mm512_srli_epi32::<E_BITS>(xs[r]),
+                ),
+                _mm512_sub_epi32(slot, _mm512_and_si512(d, low16)),
+            );
+        }
+        for x in xs.iter_mut() {
+            renorm!(*x, 0xffff);
+        }
+        // Escaped lanes take their symbol from the next 9 bits (256 and up: +0.0).
+        if esc.iter().any(|&m| m != 0) {
+            for r in 0..R {
+                let raw = _mm512_and_si512(xs[r], m9);
+                zero[r] |= _mm512_mask_cmpge_epu32_mask(esc[r], raw, zero_sym);
+                e[r] = _mm512_mask_and_epi32(e[r], esc[r], raw, m8);
+                xs[r] = _mm512_mask_srli_epi32::<RAW_BITS>(xs[r], esc[r], xs[r]);
+            }
+            for r in 0..R {
+                renorm!(xs[r], esc[r]);
+            }
+        }
+        let mut sum = _mm512_maskz_mov_epi32(!zero[0], e[0]);
+        let mut count = (!zero[0]).count_ones();
+        for r in 1..R {
+            sum = _mm512_mask_add_epi32(sum, !zero[r], sum, e[r]);
+            count += (!zero[r]).count_ones();
+        }
+        ctx.follow(_mm512_reduce_add_epi32(sum) as u32, count);
+        // `M` symbols, from the table of each lane's exponent; none for +0.0.
+        let out = em.as_mut_ptr().add(done);
+        for r in 0..R {
+            let idx = _mm512_or_si512(
+                _mm512_slli_epi32::<M_BITS>(e[r]),
+                _mm512_and_si512(xs[r], m8),
+            );
+            let md = _mm512_i32gather_epi32::<4>(idx, m_dec);
+            let freq = _mm512_and_si512(_mm512_srli_epi32::<4>(md), m9);
+            let next = _mm512_add_epi32(
+                _mm512_mullo_epi32(freq, _mm512_srli_epi32::<M_BITS>(xs[r])),
+                _mm512_srli_epi32::<13>(md),
+            );
+            xs[r] = _mm512_mask_mov_epi32(xs[r], !zero[r], next);
+            let v = _mm512_or_si512(_mm512_slli_epi32::<4>(e[r]), _mm512_and_si512(md, m4));
+            let v = _mm512_mask_mov_epi32(v, zero[r], zero_em);
+            _mm256_storeu_si256(out.add(16 * r).cast(), _mm512_cvtepi32_epi16(v));
+        }
+        for r in 0..R {
+            renorm!(xs[r], !zero[r]);
+        }
+        done += lanes;
+    }
+    for (r, xs) in xs.iter().enumerate() {
+        _mm512_storeu_si512(x[16 * r..].as_mut_ptr().cast(), *xs);
+    }
+    w.pos = pos;
+    done
+}
+
+/// `encode_group_scalar` for a whole group of `16 R` lanes held in `R` registers; the
+/// quotients come from f64 division, exact for 32-bit states and frequencies up to 2^12.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt,bmi1,bmi2,lzcnt")]
+pub(super) unsafe fn encode_group<const R: usize>(
+    x: &mut States,
+    s: &Symbols,
+    g0: u32,
+    escapes: &[(u32, u16)],
+    words: &mut [u16],
+    n: &mut usize,
+) -> bool {
+    let g0 = g0 as usize;
+    let mut xs: [__m512i; R] =
+        std::array::from_fn(|r| _mm512_loadu_si512(x[16 * r..].as_ptr().cast()));
+    let reverse = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    let low16 = _mm512_set1_epi32(0xffff);
+    let out = words.as_mut_ptr();
+    // The low words of the lanes in `spill`, last lane first.
+    macro_rules! emit {
+        ($xs:expr, $spill:expr) => {{
+            let spill: u16 = $spill;
+            let rev = _mm512_permutexvar_epi32(reverse, $xs);
+            let packed = _mm512_maskz_compress_epi32(spill.reverse_bits(), rev);
+            _mm256_storeu_si256(out.add(*n).cast(), _mm512_cvtepi32_epi16(packed));
+            *n += spill.count_ones() as usize;
+        }};
+    }
+    // Exact `y / f` for 32-bit `y` and `f` <= 2^12.
+    macro_rules! quotient {
+        ($y:expr, $f:expr) => {{
+            let (y, f) = ($y, $f);
+            let lo = _mm512_div_pd(
+                _mm512_cvtepu32_pd(_mm512_castsi512_si256(y)),
+                _mm512_cvtepu32_pd(_mm512_castsi512_si256(f)),
+            );
+            let hi = _mm512_div_pd(
+                _mm512_cvtepu32_pd(_mm512_extracti64x4_epi64::<1>(y)),
+                _mm512_cvtepu32_pd(_mm512_extracti64x4_epi64::<1>(f)),
+            );
+            _mm512_inserti64x4::<1>(
+                _mm512_castsi256_si512(_mm512_cvttpd_epu32(lo)),
+                _mm512_cvttpd_epu32(hi),
+            )
+        }};
+    }
+    // One symbol per lane from `syms` (`start | freq << 16` per lane; 0: no symbol),
+    // precision `$bits`; registers last to first.
+    macro_rules! phase {
+        ($syms:expr, $bits:expr, $top:expr) => {{
+            for r in (0..R).rev() {
+                let sym = _mm512_loadu_si512($syms[g0 + 16 * r..g0 + 16 * r + 16].as_ptr().cast());
+                let freq = _mm512_srli_epi32::<16>(sym);
+                let active = _mm512_test_epi32_mask(freq, freq);
+                let top = _mm512_srli_epi32::<$top>(xs[r]);
+                let spill = _mm512_mask_cmpge_epu32_mask(active, top, freq);
+                emit!(xs[r], spill);
+                let y = _mm512_mask_srli_epi32::<16>(xs[r], spill, xs[r]);
+                let q = quotient!(y, freq);
+                let rest = _mm512_sub_epi32(y, _mm512_mullo_epi32(q, freq));
+                let next = _mm512_add_epi32(
+                    _mm512_add_epi32(_mm512_slli_epi32::<$bits>(q), rest),
+                    _mm512_and_si512(sym, low16),
+                );
+                xs[r] = _mm512_mask_mov_epi32(xs[r], active, next);
+            }
+        }};
+    }
+    phase!(s.m, M_BITS, { 32 - M_BITS });
+    if !escapes.is_empty() {
+        // Escaped lanes take their `E` symbol as raw bits.
+        let mut mask = 0u64;
+        let mut es = [0u32; WAYS];
+        for &(at, e) in escapes {
+            let l = at as usize - g0;
+            mask |= 1 << l;
+            es[l] = e as u32;
+        }
+        for r in (0..R).rev() {
+            let m = (mask >> (16 * r)) as u16;
+            let e = _mm512_loadu_si512(es[16 * r..].as_ptr().cast());
+            let limit = _mm512_set1_epi32(1 << (32 - RAW_BITS));
+            let spill = _mm512_mask_cmpge_epu32_mask(m, xs[r], limit);
+            emit!(xs[r], spill);
+            let y = _mm512_mask_srli_epi32::<16>(xs[r], spill, xs[r]);
+            xs[r] = _mm512_mask_add_epi32(xs[r], m, _mm512_slli_epi32::<RAW_BITS>(y), e);
+        }
+    }
+    phase!(s.e, E_BITS, { 32 - E_BITS });
+    for (r, xs) in xs.iter().enumerate() {
+        _mm512_storeu_si512(x[16 * r..].as_mut_ptr().cast(), *xs);
+    }
+    true
+}
+
+/// Decodes symbols of an adaptive table 16 at a time, symbol `k` on state `k mod 16` (the
+/// 16 states in one register), until a group holds the escape, fewer than 16 symbols are
+/// left or the stream has less than 32 bytes past the position; returns the number decoded.
+/// `slots` maps each slot to its symbol (with one entry of padding), `enc` each symbol to
+/// `start | freq << 16`.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt,bmi1,bmi2,lzcnt")]
+pub(super) unsafe fn adaptive<const BITS: u32>(
+    x: &mut [u32; 16],
+    w: &mut Words,
+    slots: &[u16],
+    enc: &[u32],
+    out: &mut [u16],
+) -> usize {
+    debug_assert!(slots.len() > 1 << BITS && enc.len() < 1 << 16);
+    let data = w.words;
+    let mut pos = w.pos;
+    let mut xs = _mm512_loadu_si512(x.as_ptr().cast());
+    let low = _mm512_set1_epi32(1 << 16);
+    let low16 = _mm512_set1_epi32(0xffff);
+    let mask = _mm512_set1_epi32((1 << BITS) - 1);
+    let escape = _mm512_set1_epi32(enc.len() as i32 - 1);
+    let (slots_at, enc_at) = (slots.as_ptr() as *const i32, enc.as_ptr() as *const i32);
+    // The first 32 symbols' entries in registers: a group whose symbols are all among them
+    // (levels near zero, say) takes them by a permutation, not a gather.
+    let mut first = [0u32; 32];
+    let k = enc.len().min(32);
+    first[..k].copy_from_slice(&enc[..k]);
+    let (low_half, high_half) = (
+        _mm512_loadu_si512(first.as_ptr().cast()),
+        _mm512_loadu_si512(first[16..].as_ptr().cast()),
+    );
+    let thirty_two = _mm512_set1_epi32(32);
+    let mut done = 0;
+    while done + 16 <= out.len() && pos + 32 <= data.len() {
+        let slot = _mm512_and_si512(xs, mask);
+        // In bounds: the slot table has an entry of padding for the last slot's 4-byte read.
+        let s = _mm512_and_si512(_mm512_i32gather_epi32::<2>(slot, slots_at), low16);
+        if _mm512_cmpeq_epi32_mask(s, escape) != 0 {
+            break;
+        }
+        let d = match _mm512_cmpge_epu32_mask(s, thirty_two) {
+            0 => _mm512_permutex2var_epi32(low_half, s, high_half),
+            _ => _mm512_i32gather_epi32::<4>(s, enc_at),
+        };
+        let y = _mm512_add_epi32(
+            _mm512_mullo_epi32(_mm512_srli_epi32::<16>(d), _mm512_srli_epi32::<BITS>(xs)),
+            _mm512_sub_epi32(slot, _mm512_and_si512(d, low16)),
+        );
+        let need = _mm512_cmplt_epu32_mask(y, low);
+        let next = _mm256_loadu_si256(data.as_ptr().add(pos).cast());
+        let fill = _mm512_maskz_expand_epi32(need, _mm512_cvtepu16_epi32(next));
+        xs = _mm512_mask_or_epi32(y, need, _mm512_slli_epi32::<16>(y), fill);
+        pos += 2 * need.count_ones() as usize;
+        _mm256_storeu_si256(out.as_mut_ptr().add(done).cast(), _mm512_cvtepi32_epi16(s));
+        done += 16;
+    }
+    _mm512_storeu_si512(x.as_mut_ptr().cast(), xs);
+    w.pos = pos;
+    done
+}

@@ -1,0 +1,103 @@
+//! The float codecs, for arrays of floats (tensors): `planes` (byte planes, adaptive rANS and
+//! invariant bit packing), the layers for dequantized and structured arrays built on it
+//! (`scaled`, `recent`, `repeated`, `copies`), and `tensor_header` for a tensor file's header;
+//! with the primitives they share (adaptive tables, rounding, the interleaved rANS kernels).
+
+mod adaptive;
+mod carry;
+pub mod copies;
+pub mod distinct;
+mod fill;
+pub mod ibp;
+mod interleaved;
+mod planes;
+pub mod recent;
+pub mod repeated;
+pub mod rounding;
+pub mod scaled;
+pub mod tensor_header;
+
+pub use planes::{decode, encode, encode_append, encode_into};
+
+use crate::error::{Error, Result};
+
+/// Decodes a tensor payload, appending it to `out`; `seen` gets the output piece by piece, in
+/// order, as it is written.
+pub fn decode_append(
+    payload: &[u8],
+    raw_len: usize,
+    out: &mut Vec<u8>,
+    seen: &mut dyn FnMut(&[u8]),
+) -> Result<()> {
+    planes::decode_as(payload, raw_len, out, seen)
+}
+
+/// Element type of a float array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DType {
+    /// IEEE half precision.
+    F16,
+    /// bfloat16.
+    BF16,
+    /// IEEE single precision.
+    F32,
+    /// IEEE double precision.
+    F64,
+}
+
+impl DType {
+    /// Bytes per element.
+    pub fn width(self) -> usize {
+        match self {
+            DType::F16 | DType::BF16 => 2,
+            DType::F32 => 4,
+            DType::F64 => 8,
+        }
+    }
+
+    /// Tag byte stored in tensor block payloads.
+    pub fn tag(self) -> u8 {
+        match self {
+            DType::F16 => 1,
+            DType::BF16 => 2,
+            DType::F32 => 3,
+            DType::F64 => 4,
+        }
+    }
+
+    /// Dtype of a tag byte.
+    pub fn from_tag(t: u8) -> Result<Self> {
+        match t {
+            1 => Ok(DType::F16),
+            2 => Ok(DType::BF16),
+            3 => Ok(DType::F32),
+            4 => Ok(DType::F64),
+            _ => Err(Error::Corrupt(format!("unknown tensor dtype {t}"))),
+        }
+    }
+
+    /// Lower-case name, as accepted by `--dtype`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+        }
+    }
+}
+
+impl std::str::FromStr for DType {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "f16" | "fp16" | "float16" => Ok(DType::F16),
+            "bf16" | "bfloat16" => Ok(DType::BF16),
+            "f32" | "fp32" | "float32" => Ok(DType::F32),
+            "f64" | "fp64" | "float64" => Ok(DType::F64),
+            _ => Err(format!(
+                "unknown dtype '{s}' (expected f16, bf16, f32 or f64)"
+            )),
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! The block codecs, one module each, encoder and decoder side by side: `stored`, `zstd`,
+//! `neural` (the predictor that learns while it codes) and the float codecs under `float`.
+//! Which codec a block gets is `choice`'s business; here every decoder is reached through one
+//! entry, [`Decoder::decode`], which appends exactly the block's bytes to the caller's buffer.
+
+pub mod float;
+pub mod neural;
+pub mod stored;
+pub mod zstd;
+
+use crate::error::{Error, Result};
+use crate::format::checksum::{xxh3_64, Xxh3};
+use crate::format::Codec;
+use neural::{Backend, NeuralConfig};
+
+/// Progress callback: called with the number of input bytes just finished.
+pub type ProgressFn<'a> = &'a (dyn Fn(u64) + Sync);
+
+/// What decoding a block needs besides its payload.
+pub struct Decoder<'a> {
+    /// The neural codec's configuration, from the archive header.
+    pub neural: &'a NeuralConfig,
+    /// What runs the neural codec's predictor.
+    pub backend: &'a dyn Backend,
+    /// Told of every block's bytes as they are decoded.
+    pub progress: ProgressFn<'a>,
+}
+
+impl Decoder<'_> {
+    /// Decodes `payload`, a block that `codec` made of `raw_len` bytes whose xxh3-64 the
+    /// archive records as `raw_hash` (and the payload's as `payload_hash`), appending exactly
+    /// those bytes to `out`; on an error `out` may hold part of them.
+    pub fn decode(
+        &self,
+        codec: Codec,
+        payload: &[u8],
+        raw_len: usize,
+        hashes: (u64, u64),
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let (raw_hash, payload_hash) = hashes;
+        let start = out.len();
+        // The planes and repeated-values codecs hash their output as they write it (while it
+        // is in cache); the others' is hashed after.
+        let mut streamed = None;
+        match codec {
+            Codec::Stored => {
+                stored::check(payload, raw_len, raw_hash, payload_hash)?;
+                out.extend_from_slice(payload);
+                streamed = Some(raw_hash);
+            }
+            Codec::Neural => {
+                self.backend
+                    .decode(payload, raw_len, self.neural, self.progress, out)?
+            }
+            Codec::Zstd => zstd::decode(payload, raw_len, out)?,
+            Codec::Planes => {
+                streamed = Some(hashed(|seen| {
+                    float::decode_append(payload, raw_len, out, seen)
+                })?);
+            }
+            Codec::TensorHeader => float::tensor_header::decode(payload, raw_len, out)?,
+            Codec::Recent => float::recent::decode(payload, raw_len, out)?,
+            Codec::Scaled => float::scaled::decode(payload, raw_len, out)?,
+            Codec::Repeated => {
+                streamed = Some(hashed(|seen| {
+                    float::repeated::decode(payload, raw_len, out, seen)
+                })?);
+            }
+            Codec::Copies => float::copies::decode(payload, raw_len, out)?,
+        }
+        if codec != Codec::Neural {
+            (self.progress)(raw_len as u64);
+        }
+        let block = out.get(start..).unwrap_or_default();
+        let hash = streamed.unwrap_or_else(|| xxh3_64(block));
+        if block.len() != raw_len || hash != raw_hash {
+            return Err(Error::Checksum("a block's bytes".into()));
+        }
+        Ok(())
+    }
+}
+
+/// Runs `decode`, which hands its output over piece by piece as it writes it, and returns
+/// the output's xxh3-64.
+fn hashed(decode: impl FnOnce(&mut dyn FnMut(&[u8])) -> Result<()>) -> Result<u64> {
+    let mut h = Xxh3::new();
+    decode(&mut |piece| h.update(piece))?;
+    Ok(h.digest())
+}

@@ -1,0 +1,190 @@
+//! The neural codec: every bit of a block is predicted by a model that learns while it codes
+//! (context mixing of count experts, a match model and the SEP network) and range-coded. A block
+//! is cut into lanes, contiguous segments predicted side by side as one batch. Encoding runs the
+//! predictor on the worker (the producer) while a second thread range-codes its predictions;
+//! decoding codes inline, since each prediction needs the bit before it.
+//!
+//! Payload: lane count (`u16`), each lane's coded length (`u32`), then the lanes' range-coded
+//! streams (FORMAT.md, codec 1).
+
+mod backend;
+mod cm;
+mod config;
+mod experts;
+pub mod lanes;
+pub mod net;
+mod predictor;
+
+pub use backend::{Arena, Backend, CpuBackend};
+pub use config::{Backbone, NeuralConfig};
+pub use net::{Net, NetConfig};
+pub use predictor::{Params, Predictor, Workspace};
+
+use super::ProgressFn;
+use crate::entropy::{BitDecoder, BitEncoder};
+use crate::error::{Error, Result};
+use crossbeam_channel::bounded;
+
+/// Bytes between two progress reports.
+const PROGRESS_EVERY: usize = 1 << 16;
+/// Coded bits per message from the producer to the coding consumer.
+const BATCH: usize = 4096;
+/// Messages in flight between producer and consumer.
+const QUEUE: usize = 4;
+
+/// Packs a lane index, a 16-bit probability and a bit into one queue entry.
+#[inline]
+fn pack(lane: usize, p: u32, bit: bool) -> u64 {
+    (lane as u64) << 17 | (p as u64) << 1 | bit as u64
+}
+
+/// Encodes `data` with the predictor built in `ws`; returns the payload and the workspace.
+pub fn encode(
+    data: &[u8],
+    cfg: Params,
+    ws: Workspace,
+    progress: ProgressFn,
+) -> (Vec<u8>, Workspace) {
+    let mut model = Predictor::new_in(cfg, data.len(), ws);
+    let lanes = model.lanes();
+    let (full_tx, full_rx) = bounded::<Vec<u64>>(QUEUE);
+    let (free_tx, free_rx) = bounded::<Vec<u64>>(QUEUE + 2);
+    for _ in 0..QUEUE + 2 {
+        let _ = free_tx.send(Vec::with_capacity(BATCH + 8 * lanes.count));
+    }
+    let streams = std::thread::scope(|s| {
+        // Consumer: owns the lanes' range coders.
+        let consumer = s.spawn(move || {
+            let mut encs: Vec<BitEncoder> = (0..lanes.count).map(|_| BitEncoder::new()).collect();
+            for mut batch in full_rx {
+                for &e in &batch {
+                    let lane = (e >> 17) as usize;
+                    encs[lane].encode_bit(e & 1 != 0, ((e >> 1) & 0xffff) as u32);
+                }
+                batch.clear();
+                let _ = free_tx.send(batch);
+            }
+            encs.into_iter().map(BitEncoder::finish).collect::<Vec<_>>()
+        });
+        // Producer: the model.
+        let mut bytes = vec![0u8; lanes.count];
+        let mut batch = free_rx.recv().unwrap_or_default();
+        let mut pending = 0usize;
+        for step in 0..lanes.steps() {
+            let active = lanes.active(step);
+            model.begin_step(step, active);
+            for (l, byte) in bytes.iter_mut().enumerate().take(active) {
+                let b = data[lanes.start(l) + step];
+                *byte = b;
+                for i in (0..8).rev() {
+                    let bit = (b >> i) & 1 != 0;
+                    batch.push(pack(l, model.predict_bit(l), bit));
+                    model.update_bit(l, bit);
+                }
+            }
+            model.end_step(step, &bytes[..active]);
+            if batch.len() >= BATCH {
+                let next = free_rx.recv().unwrap_or_default();
+                let _ = full_tx.send(std::mem::replace(&mut batch, next));
+            }
+            pending += active;
+            if pending >= PROGRESS_EVERY {
+                progress(pending as u64);
+                pending = 0;
+            }
+        }
+        let _ = full_tx.send(batch);
+        drop(full_tx);
+        progress(pending as u64);
+        consumer
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    });
+    let mut out =
+        Vec::with_capacity(2 + 4 * streams.len() + streams.iter().map(Vec::len).sum::<usize>());
+    out.extend_from_slice(&(lanes.count as u16).to_le_bytes());
+    for s in &streams {
+        out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    }
+    for s in &streams {
+        out.extend_from_slice(s);
+    }
+    (out, model.into_workspace())
+}
+
+/// Decodes a payload of `raw_len` bytes with the predictor built in `ws`, appending them to
+/// `out`; returns the workspace.
+pub fn decode(
+    payload: &[u8],
+    raw_len: usize,
+    cfg: Params,
+    ws: Workspace,
+    progress: ProgressFn,
+    out: &mut Vec<u8>,
+) -> (Result<()>, Workspace) {
+    let mut model = Predictor::new_in(cfg, raw_len, ws);
+    let start = out.len();
+    out.resize(start + raw_len, 0);
+    let done = decode_with(&mut model, payload, &mut out[start..], progress);
+    if done.is_err() {
+        out.truncate(start);
+    }
+    (done, model.into_workspace())
+}
+
+/// Decodes the lanes of `payload` into `out`, the block's bytes.
+fn decode_with(
+    model: &mut Predictor,
+    payload: &[u8],
+    out: &mut [u8],
+    progress: ProgressFn,
+) -> Result<()> {
+    let lanes = model.lanes();
+    let corrupt = |what: &str| Error::Corrupt(format!("lane layout: {what}"));
+    if payload.len() < 2 + 4 * lanes.count {
+        return Err(corrupt("too short"));
+    }
+    if u16::from_le_bytes([payload[0], payload[1]]) as usize != lanes.count {
+        return Err(corrupt("lane count does not match the block"));
+    }
+    let mut at = 2 + 4 * lanes.count;
+    let mut decs = Vec::with_capacity(lanes.count);
+    for l in 0..lanes.count {
+        let o = 2 + 4 * l;
+        let len = u32::from_le_bytes([payload[o], payload[o + 1], payload[o + 2], payload[o + 3]])
+            as usize;
+        let end = at
+            .checked_add(len)
+            .filter(|&e| e <= payload.len())
+            .ok_or_else(|| corrupt("lane overruns the payload"))?;
+        decs.push(BitDecoder::new(&payload[at..end])?);
+        at = end;
+    }
+    if at != payload.len() {
+        return Err(corrupt("bytes after the last lane"));
+    }
+    let mut bytes = vec![0u8; lanes.count];
+    let mut pending = 0usize;
+    for step in 0..lanes.steps() {
+        let active = lanes.active(step);
+        model.begin_step(step, active);
+        for (l, dec) in decs.iter_mut().enumerate().take(active) {
+            let mut b = 0u8;
+            for _ in 0..8 {
+                let bit = dec.decode_bit(model.predict_bit(l))?;
+                model.update_bit(l, bit);
+                b = (b << 1) | bit as u8;
+            }
+            bytes[l] = b;
+            out[lanes.start(l) + step] = b;
+        }
+        model.end_step(step, &bytes[..active]);
+        pending += active;
+        if pending >= PROGRESS_EVERY {
+            progress(pending as u64);
+            pending = 0;
+        }
+    }
+    progress(pending as u64);
+    Ok(())
+}

@@ -1,0 +1,342 @@
+//! The sep predictor. Per byte, each lane's contexts (orders 2-12, words, sparse, aligned and
+//! column patterns) select adaptive bit counters; per bit, their stretched probabilities, dense
+//! order-0/1 counters, a match model and the neural network's byte prediction are mixed by three
+//! gated logistic mixers and a second-layer mixer, then refined by two adaptive probability maps. Everything trains online, one byte per lane per step, and the decoder
+//! replays it exactly. Lanes share all statistics and are processed in lane order.
+
+use super::cm::{counter_p12, counter_update, stretch, stretch_table, Apm, Mixer, COUNTER_INIT};
+use super::experts::{context_hash, LaneState, MatchTable, HASHED, N_HASHED};
+use super::lanes::Lanes;
+use super::net::{Net, NetConfig};
+
+/// Mixer inputs: hashed contexts, order 0, order 1, match, network, bias.
+const N_IN: usize = N_HASHED + 5;
+/// Counter limits: hashed contexts adapt faster than the dense low orders.
+const LIMIT_HASHED: u32 = 255;
+const LIMIT_DENSE: u32 = 1023;
+
+/// Settings of the predictor, recorded in the archive header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// Most lanes a block is cut into.
+    pub max_lanes: u16,
+    /// Fewest bytes per lane (small inputs get fewer lanes).
+    pub min_lane: u32,
+    /// Mixer learning rate once trained, in 1e-4 units.
+    pub mix_lr: u16,
+    /// Mixer learning rate of a fresh weight set, in 1e-4 units.
+    pub mix_lr_start: u16,
+    /// The network's shape and learning rate.
+    pub net: NetConfig,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            max_lanes: 16,
+            min_lane: 32 << 10,
+            mix_lr: 20,
+            mix_lr_start: 300,
+            net: NetConfig::default(),
+        }
+    }
+}
+
+/// Per-lane coding state within a byte.
+#[derive(Clone, Copy)]
+struct LaneBits {
+    /// Hash of each hashed context for the current byte.
+    ctx: [u64; N_HASHED],
+    /// Slot (index of its first counter) of each hashed context for the current nibble.
+    slot: [usize; N_HASHED],
+    /// Bits of the current byte seen so far, with a leading 1.
+    c0: u32,
+    /// Bits of the current nibble seen so far, with a leading 1.
+    nib: u32,
+    /// Byte before the current one.
+    b1: u32,
+    /// Byte predicted by the match model, if any.
+    match_byte: Option<u8>,
+    /// Whether the match still agrees with the bits seen.
+    match_ok: bool,
+    /// Match-length bucket.
+    match_bucket: usize,
+    /// Position in the lane modulo 4.
+    pos_mod: u32,
+}
+
+/// The large tables of a model, kept between blocks so that a worker allocates them once.
+#[derive(Default)]
+pub struct Workspace {
+    hist: Vec<u8>,
+    slots: Vec<u32>,
+    matches: Vec<u32>,
+    apm: Vec<u16>,
+}
+
+/// The predictor state of one block.
+pub struct Predictor {
+    lanes: Lanes,
+    hist: Vec<u8>,
+    states: Vec<LaneState>,
+    bits: Vec<LaneBits>,
+    matches: MatchTable,
+    slots: Vec<u32>,
+    slot_mask: usize,
+    t0: Vec<u32>,
+    t1: Vec<u32>,
+    tm: Vec<u32>,
+    mix_a: Mixer,
+    mix_b: Mixer,
+    mix_c: Mixer,
+    mix_final: Mixer,
+    apm_a: Apm,
+    apm_b: Apm,
+    x: [f32; N_IN],
+    net: Option<Net>,
+    net_cdf: Vec<f32>,
+    net_match: Vec<(Option<u8>, usize)>,
+}
+
+/// Slot layout: 16 u32, element 0 is the check tag, 1..16 the counters of a nibble's bit tree.
+const SLOT: usize = 16;
+
+impl Predictor {
+    /// Gives the model's large tables back for the next block.
+    pub fn into_workspace(self) -> Workspace {
+        Workspace {
+            hist: self.hist,
+            slots: self.slots,
+            matches: self.matches.into_buffer(),
+            apm: self.apm_b.into_buffer(),
+        }
+    }
+
+    /// A fresh model for a block of `len` bytes, built in `ws`'s memory (every table is reset,
+    /// so the result is identical to `new`).
+    pub fn new_in(cfg: Params, len: usize, ws: Workspace) -> Self {
+        let lanes = Lanes::new(len, cfg.max_lanes as usize, cfg.min_lane as usize);
+        // Slots shared by all hashed contexts, scaled to the block: 2^12..=2^21 (128 MiB).
+        let want = len.saturating_mul(4).max(1).next_power_of_two();
+        let n_slots = want.clamp(1 << 12, 1 << 21);
+        let blank = LaneBits {
+            ctx: [0; N_HASHED],
+            slot: [0; N_HASHED],
+            c0: 1,
+            nib: 1,
+            b1: 0,
+            match_byte: None,
+            match_ok: false,
+            match_bucket: 0,
+            pos_mod: 0,
+        };
+        let lr = cfg.mix_lr as f32 * 1e-4;
+        let lr0 = cfg.mix_lr_start as f32 * 1e-4;
+        let mut slots = ws.slots;
+        slots.clear();
+        slots.resize(n_slots * SLOT, COUNTER_INIT);
+        slots.iter_mut().step_by(SLOT).for_each(|c| *c = 0);
+        let mut hist = ws.hist;
+        hist.clear();
+        hist.resize(len, 0);
+        Predictor {
+            lanes,
+            hist,
+            states: vec![LaneState::default(); lanes.count],
+            bits: vec![blank; lanes.count],
+            matches: MatchTable::new_in(len, ws.matches),
+            slots,
+            slot_mask: n_slots - 1,
+            t0: vec![COUNTER_INIT; 256],
+            t1: vec![COUNTER_INIT; 65536],
+            tm: vec![COUNTER_INIT; 64 * 2],
+            mix_a: Mixer::new(N_IN, 256, lr, lr0, 0.3),
+            mix_b: Mixer::new(N_IN, 16 * 8, lr, lr0, 0.3),
+            mix_c: Mixer::new(N_IN, 256 * 4, lr, lr0, 0.3),
+            mix_final: Mixer::new(3, 256, lr * 0.5, lr0 * 0.5, 1.0 / 3.0),
+            apm_a: Apm::new(256, 7),
+            apm_b: Apm::new_in(65536, 7, ws.apm),
+            x: [0.0; N_IN],
+            net: (cfg.net.hidden > 0).then(|| Net::new(cfg.net, lanes.count)),
+            net_cdf: vec![0.0; lanes.count * 257],
+            net_match: vec![(None, 0); lanes.count],
+        }
+    }
+
+    /// Lane geometry of this block.
+    pub fn lanes(&self) -> Lanes {
+        self.lanes
+    }
+
+    /// Prepares the first `active` lanes for coding their byte at `step`.
+    pub fn begin_step(&mut self, step: usize, active: usize) {
+        let lanes = self.lanes;
+        for l in 0..active {
+            let start = lanes.start(l);
+            let pos = start + step;
+            let ls = &self.states[l];
+            let lb = &mut self.bits[l];
+            for (k, kind) in HASHED.iter().enumerate() {
+                lb.ctx[k] = context_hash(*kind, k, &self.hist, start, pos, ls);
+            }
+            lb.c0 = 1;
+            lb.nib = 1;
+            lb.b1 = if pos > start {
+                self.hist[pos - 1] as u32
+            } else {
+                0
+            };
+            lb.match_byte = MatchTable::predicted(&self.hist, ls, |q| lanes.known(q, step));
+            lb.match_ok = lb.match_byte.is_some();
+            lb.match_bucket = if lb.match_ok { ls.bucket() } else { 0 };
+            lb.pos_mod = ((pos - start) & 3) as u32;
+            self.net_match[l] = (lb.match_byte, lb.match_bucket);
+        }
+        if let Some(net) = self.net.as_mut() {
+            let probs = net.forward(&self.hist, &lanes, step, active, &self.net_match);
+            for l in 0..active {
+                let cdf = &mut self.net_cdf[l * 257..l * 257 + 257];
+                let mut run = 0.0f32;
+                for (c, &p) in cdf.iter_mut().zip(&probs[l * 256..l * 256 + 256]) {
+                    *c = run;
+                    run += p;
+                }
+                cdf[256] = run;
+            }
+        }
+    }
+
+    /// Finds (or claims) the slots of lane `l`'s contexts for the nibble that starts now.
+    fn select_slots(&mut self, l: usize) {
+        let lb = &mut self.bits[l];
+        for k in 0..N_HASHED {
+            let h = lb.ctx[k].wrapping_add((lb.c0 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let h = h ^ (h >> 29);
+            let i = (h as usize) & self.slot_mask & !1;
+            let check = ((h >> 32) as u32) | 1;
+            let (a, b) = (i * SLOT, (i + 1) * SLOT);
+            let chosen = if self.slots[a] == check {
+                a
+            } else if self.slots[b] == check {
+                b
+            } else {
+                // Replace the less used of the two (count of its root counter), first on ties.
+                let used = |s: usize| self.slots[s + 1] & 1023;
+                let v = if used(b) < used(a) { b } else { a };
+                self.slots[v] = check;
+                self.slots[v + 1..v + SLOT].fill(COUNTER_INIT);
+                v
+            };
+            lb.slot[k] = chosen;
+        }
+    }
+
+    /// Probability (16 bits) that lane `l`'s next bit is 1.
+    pub fn predict_bit(&mut self, l: usize) -> u32 {
+        if self.bits[l].nib == 1 {
+            self.select_slots(l);
+        }
+        let st = stretch_table();
+        let lb = &self.bits[l];
+        let x = &mut self.x;
+        for k in 0..N_HASHED {
+            x[k] = st[counter_p12(self.slots[lb.slot[k] + lb.nib as usize])];
+        }
+        x[N_HASHED] = st[counter_p12(self.t0[lb.c0 as usize])];
+        x[N_HASHED + 1] = st[counter_p12(self.t1[(lb.b1 as usize) << 8 | lb.c0 as usize])];
+        let bitpos = 31 - lb.c0.leading_zeros(); // bits already seen, 0..=7
+        x[N_HASHED + 2] = match (lb.match_ok, lb.match_byte) {
+            (true, Some(mb)) => {
+                let expect = ((mb as u32) >> (7 - bitpos)) & 1;
+                st[counter_p12(self.tm[lb.match_bucket * 2 + expect as usize])]
+            }
+            _ => 0.0,
+        };
+        x[N_HASHED + 3] = if self.net.is_some() {
+            let cdf = &self.net_cdf[l * 257..l * 257 + 257];
+            let width = 256usize >> bitpos;
+            let lo = ((lb.c0 as usize) - (1 << bitpos)) * width;
+            let total = cdf[lo + width] - cdf[lo];
+            let ones = cdf[lo + width] - cdf[lo + width / 2];
+            if total > 0.0 {
+                stretch(ones / total)
+            } else {
+                0.0
+            }
+        } else {
+            0.0
+        };
+        x[N_HASHED + 4] = 0.25;
+        let (sa, _) = self.mix_a.mix(x, lb.c0 as usize);
+        let (sb, _) = self.mix_b.mix(x, lb.match_bucket * 8 + bitpos as usize);
+        let (sc, _) = self.mix_c.mix(x, (lb.b1 * 4 + lb.pos_mod) as usize);
+        let (s, _) = self.mix_final.mix(&[sa, sb, sc], lb.c0 as usize);
+        let p = super::cm::squash(s);
+        // SAFETY of the cast: p is in (0, 1), so p * 65536 is finite and in range.
+        let p16 = unsafe { (p * 65536.0).to_int_unchecked::<i32>() }.clamp(1, 65535) as u32;
+        let pa = self.apm_a.refine(s, lb.c0 as usize);
+        let pb = self.apm_b.refine(s, (lb.c0 | lb.b1 << 8) as usize);
+        ((p16 * 2 + pa + pb) / 4).clamp(1, 65535)
+    }
+
+    /// Learns lane `l`'s bit (after `predict_bit`).
+    pub fn update_bit(&mut self, l: usize, bit: bool) {
+        let b = bit as u32;
+        let lb = &mut self.bits[l];
+        for k in 0..N_HASHED {
+            counter_update(
+                &mut self.slots[lb.slot[k] + lb.nib as usize],
+                b,
+                LIMIT_HASHED,
+            );
+        }
+        counter_update(&mut self.t0[lb.c0 as usize], b, LIMIT_DENSE);
+        counter_update(
+            &mut self.t1[(lb.b1 as usize) << 8 | lb.c0 as usize],
+            b,
+            LIMIT_DENSE,
+        );
+        let bitpos = 31 - lb.c0.leading_zeros();
+        if let (true, Some(mb)) = (lb.match_ok, lb.match_byte) {
+            let expect = ((mb as u32) >> (7 - bitpos)) & 1;
+            counter_update(
+                &mut self.tm[lb.match_bucket * 2 + expect as usize],
+                b,
+                LIMIT_DENSE,
+            );
+            if expect != b {
+                lb.match_ok = false;
+            }
+        }
+        self.mix_a.update(b);
+        self.mix_b.update(b);
+        self.mix_c.update(b);
+        self.mix_final.update(b);
+        self.apm_a.update(b);
+        self.apm_b.update(b);
+        lb.c0 = (lb.c0 << 1) | b;
+        lb.nib = (lb.nib << 1) | b;
+        if lb.nib >= 16 {
+            lb.nib = 1;
+        }
+    }
+
+    /// Ends `step`: records the lanes' bytes and updates per-lane and network state.
+    pub fn end_step(&mut self, step: usize, bytes: &[u8]) {
+        let lanes = self.lanes;
+        if let Some(net) = self.net.as_mut() {
+            net.learn(bytes);
+        }
+        for (l, &y) in bytes.iter().enumerate() {
+            self.hist[lanes.start(l) + step] = y;
+        }
+        let done = step + 1;
+        for l in 0..bytes.len() {
+            let start = lanes.start(l);
+            self.matches
+                .update(&self.hist, start, start + step, &mut self.states[l], |q| {
+                    lanes.known(q, done)
+                });
+        }
+    }
+}

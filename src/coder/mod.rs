@@ -1,8 +1,0 @@
-//! Entropy coding: a binary range coder (the neural codec's) and interleaved rANS (the float
-//! codecs').
-
-mod range;
-pub mod rans;
-pub mod zstd;
-
-pub use range::{BitDecoder, BitEncoder};

@@ -1,0 +1,7 @@
+//! Entropy coding: a binary range coder (the neural codec's) and interleaved rANS (the float
+//! codecs').
+
+mod range;
+pub mod rans;
+
+pub use range::{BitDecoder, BitEncoder};

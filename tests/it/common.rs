@@ -1,0 +1,169 @@
+//! Helpers shared by the end-to-end tests: run the real `sep` binary, find the corpora.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+// The generators the library's unit tests use, from the same file.
+#[path = "../../src/testing.rs"]
+mod testing;
+pub use testing::{stft_basis, xorshift};
+
+/// Result of one run of the binary.
+pub struct Run {
+    pub code: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+/// Runs `sep args...` in `dir` with `stdin` bytes and extra environment variables.
+pub fn sep_env(dir: &Path, args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sep"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env_remove("SEP_THREADS")
+        .env_remove("SEP_KERNELS")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn sep");
+    let mut input = child.stdin.take().expect("stdin");
+    let data = stdin.to_vec();
+    let feeder = std::thread::spawn(move || {
+        let _ = input.write_all(&data);
+    });
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = child.wait_with_output().expect("wait sep");
+    feeder.join().expect("feeder");
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout,
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
+
+/// Runs `sep args...` in `dir` with empty stdin.
+pub fn sep(dir: &Path, args: &[&str]) -> Run {
+    sep_env(dir, args, b"", &[])
+}
+
+/// Asserts a run succeeded.
+pub fn ok(r: &Run) {
+    assert_eq!(r.code, 0, "sep failed: {}", r.stderr);
+}
+
+/// Asserts a run failed the way users are promised: exit 1, one `sep: error:` line, no panic.
+pub fn fails_cleanly(r: &Run, expect: &str) {
+    assert_eq!(r.code, 1, "expected exit 1, stderr: {}", r.stderr);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "expected one line, got: {}", r.stderr);
+    assert!(
+        lines[0].starts_with("sep: error: "),
+        "bad message: {}",
+        lines[0]
+    );
+    assert!(
+        lines[0].contains(expect),
+        "message {:?} does not mention {expect:?}",
+        lines[0]
+    );
+    assert!(!r.stderr.contains("panicked"));
+}
+
+/// Directory of the unpacked shared corpora (unpacked on first use).
+pub fn corpora() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dest = root.join("target/corpora");
+        let script = root.join("../shared/corpora/unpack");
+        assert!(
+            script.exists(),
+            "the shared corpora are missing: expected {}",
+            script.display()
+        );
+        let st = Command::new("bash")
+            .arg(&script)
+            .arg(&dest)
+            .stdout(Stdio::null())
+            .status()
+            .expect("run unpack");
+        assert!(st.success(), "unpacking the corpora failed");
+        dest
+    })
+}
+
+/// Names the files of one corpus set.
+pub fn corpus_files(set: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(corpora().join(set))
+        .expect("corpus dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Compresses `data` in a fresh directory with `args`, decompresses it and checks equality;
+/// returns the archive bytes.
+pub fn round_trip(data: &[u8], args: &[&str]) -> Vec<u8> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("f"), data).expect("write");
+    let mut c = vec!["compress", "-q", "f"];
+    c.extend_from_slice(args);
+    ok(&sep(dir.path(), &c));
+    std::fs::remove_file(dir.path().join("f")).expect("rm");
+    ok(&sep(dir.path(), &["decompress", "-q", "f.sep"]));
+    let back = std::fs::read(dir.path().join("f")).expect("read back");
+    assert!(
+        back == data,
+        "round trip changed the data ({} bytes)",
+        data.len()
+    );
+    std::fs::read(dir.path().join("f.sep")).expect("archive")
+}
+
+/// Runs `sep args...` in `dir` under each (threads, kernels) setting, asserts every run gives
+/// the same archive on stdout, and returns it.
+pub fn compress_identically(dir: &Path, args: &[&str], runs: &[(&str, &str)]) -> Vec<u8> {
+    let mut archives: Vec<Vec<u8>> = Vec::new();
+    for &(threads, kernels) in runs {
+        let r = sep_env(
+            dir,
+            args,
+            b"",
+            &[("SEP_THREADS", threads), ("SEP_KERNELS", kernels)],
+        );
+        ok(&r);
+        assert!(
+            archives.iter().all(|a| *a == r.stdout),
+            "{args:?}: archives differ with {threads} threads / {kernels}"
+        );
+        archives.push(r.stdout);
+    }
+    archives.swap_remove(0)
+}
+
+/// Decompresses `archive` (in `dir`) to stdout under each (threads, kernels) setting and
+/// asserts every output equals `data`.
+pub fn decodes_everywhere(dir: &Path, archive: &str, data: &[u8], runs: &[(&str, &str)]) {
+    for &(threads, kernels) in runs {
+        let r = sep_env(
+            dir,
+            &["decompress", "-q", "-c", archive],
+            b"",
+            &[("SEP_THREADS", threads), ("SEP_KERNELS", kernels)],
+        );
+        ok(&r);
+        assert!(
+            r.stdout == data,
+            "{archive}: decode with {threads} threads / {kernels} differs"
+        );
+    }
+}

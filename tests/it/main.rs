@@ -1,0 +1,9 @@
+//! The integration tests, one binary: the `sep` command end to end, the library's entry points,
+//! the float codecs through real files, the corpora, and the golden archives.
+
+mod bad_input;
+mod cli;
+mod common;
+mod corpora;
+mod sources;
+mod tensors;

@@ -1,0 +1,205 @@
+//! The in-memory and mapped entry points code blocks in place: they must write the archives the
+//! streaming ones write, decode them (and the streamed ones) at any thread count and kernel
+//! level, and refuse damaged archives as the streaming decoder does.
+
+use crate::common::corpora;
+use sep::Options;
+use sep::SimdLevel as Level;
+use std::fs;
+
+/// Options of `threads` and `block_size`, the process's kernels set to `kernels` (every level
+/// gives the same bits, so tests running beside this one are unaffected).
+fn opts(threads: usize, kernels: Level, block_size: u64) -> Options {
+    sep::set_simd_level(kernels);
+    let mut o = Options::default();
+    o.threads = threads;
+    o.block_size = block_size;
+    o
+}
+
+/// A mapped copy of `bytes` (kept alive by the returned file handle).
+fn mapped(bytes: &[u8]) -> (tempfile::NamedTempFile, memmap2::Mmap) {
+    let f = tempfile::NamedTempFile::new().unwrap();
+    fs::write(f.path(), bytes).unwrap();
+    // SAFETY: a private temporary file nothing else writes while it is mapped.
+    let map = unsafe { memmap2::Mmap::map(f.as_file()) }.unwrap();
+    (f, map)
+}
+
+#[test]
+fn in_place_coding_matches_streaming_at_any_thread_count_and_kernel_level() {
+    let files = [
+        // Tensor blocks (several per file at this block size), and a general-purpose file.
+        ("tensors/minilm-layer2.f16.safetensors", 1 << 20),
+        ("text/paper4", 4 << 10),
+    ];
+    for (name, block_size) in files {
+        let data = fs::read(corpora().join(name)).unwrap();
+        let auto = opts(2, Level::detect(), block_size);
+        let (_file, map) = mapped(&data);
+        // The streaming path learns the layout from the header, as the in-memory one does.
+        let mut streamed = Vec::new();
+        let len = data.len() as u64;
+        sep::internals::compress_sized(&data[..], &mut streamed, &auto, len).unwrap();
+        let mut in_memory = Vec::new();
+        sep::compress_bytes(&data, &mut in_memory, &auto).unwrap();
+        let mut from_map = Vec::new();
+        let stats =
+            sep::compress_mapped(&map, &mut from_map, &opts(1, Level::Scalar, block_size)).unwrap();
+        assert!(stats.blocks > 1, "{name}: one block only");
+        assert!(in_memory == streamed, "{name}: in-memory archive differs");
+        assert!(from_map == streamed, "{name}: mapped archive differs");
+
+        let (_afile, amap) = mapped(&streamed);
+        for (threads, kernels) in [(1, Level::Scalar), (3, Level::detect())] {
+            let o = opts(threads, kernels, block_size);
+            let mut a = Vec::new();
+            sep::decompress_bytes(&streamed, &mut a, &o).unwrap();
+            assert!(a == data, "{name}: in-memory decode differs");
+            let mut b = Vec::new();
+            sep::decompress_mapped(&amap, &mut b, &o).unwrap();
+            assert!(b == data, "{name}: mapped decode differs");
+            // Appended after what the vector held (one thread: decoded in place, every block
+            // after the first appended to earlier ones).
+            let mut c = Vec::with_capacity(4 + data.len());
+            c.extend_from_slice(b"held");
+            let buffer = c.as_ptr();
+            sep::decompress_to_vec(&streamed, &mut c, &o).unwrap();
+            assert!(
+                c[..4] == *b"held" && c[4..] == data,
+                "{name}: decode into a vector differs"
+            );
+            // With room enough, the vector keeps its buffer (no block's buffer replaces it).
+            assert_eq!(
+                c.as_ptr(),
+                buffer,
+                "{name}: the vector's buffer was replaced"
+            );
+            let mut d = Vec::with_capacity(data.len());
+            let buffer = d.as_ptr();
+            sep::decompress_to_vec(&streamed, &mut d, &o).unwrap();
+            assert!(
+                d == data && d.as_ptr() == buffer,
+                "{name}: into an empty vector"
+            );
+        }
+    }
+}
+
+#[test]
+fn damaged_archives_are_refused_in_memory_too() {
+    let data = fs::read(corpora().join("text/paper5")).unwrap();
+    let o = opts(2, Level::detect(), 2 << 10);
+    let mut archive = Vec::new();
+    sep::compress_bytes(&data, &mut archive, &o).unwrap();
+    let mut back = Vec::new();
+    sep::decompress_bytes(&archive, &mut back, &o).unwrap();
+    assert_eq!(back, data);
+    for cut in (0..archive.len()).step_by(97) {
+        assert!(
+            sep::decompress_bytes(&archive[..cut], std::io::sink(), &o).is_err(),
+            "truncated at {cut} decoded"
+        );
+    }
+    for at in (0..archive.len()).step_by(89) {
+        let mut bad = archive.clone();
+        bad[at] ^= 0x10;
+        assert!(
+            sep::decompress_bytes(&bad, std::io::sink(), &o).is_err(),
+            "flip at {at} decoded"
+        );
+    }
+    let mut longer = archive.clone();
+    longer.push(0);
+    assert!(sep::decompress_bytes(&longer, std::io::sink(), &o).is_err());
+    // Decoding into a vector (in place, on one thread): refused, and the vector as it was.
+    let one = opts(1, Level::detect(), 2 << 10);
+    let mut held = b"held".to_vec();
+    for cut in (0..archive.len()).step_by(97) {
+        assert!(sep::decompress_to_vec(&archive[..cut], &mut held, &one).is_err());
+        assert_eq!(held, b"held", "truncated at {cut}: output left behind");
+    }
+    for at in (0..archive.len()).step_by(89) {
+        let mut bad = archive.clone();
+        bad[at] ^= 0x10;
+        assert!(sep::decompress_to_vec(&bad, &mut held, &one).is_err());
+        assert_eq!(held, b"held", "flip at {at}: output left behind");
+    }
+    assert!(sep::decompress_to_vec(&longer, &mut held, &one).is_err());
+    assert_eq!(held, b"held");
+}
+
+#[test]
+fn empty_and_tiny_inputs_in_memory() {
+    let o = opts(1, Level::detect(), 1 << 20);
+    for data in [&b""[..], b"x", b"\x93NUMPY"] {
+        let mut archive = Vec::new();
+        sep::compress_bytes(data, &mut archive, &o).unwrap();
+        let mut back = Vec::new();
+        sep::decompress_bytes(&archive, &mut back, &o).unwrap();
+        assert_eq!(back, data);
+    }
+    assert!(sep::decompress_bytes(b"", std::io::sink(), &o).is_err());
+}
+
+#[test]
+fn dequantized_blocks_decode_into_a_vector_in_place() {
+    // int4 levels times a scale per row of 64, as dequantized weights: the scaled-integers
+    // codec, whose blocks one thread decodes straight into the vector.
+    let mut x = 7u64;
+    let mut data = Vec::new();
+    for row in 0..8192 {
+        let scale = 0.001 + row as f32 * 1e-6;
+        for _ in 0..64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let q = (x % 16) as f32 - 8.0;
+            data.extend_from_slice(&(q * scale).to_le_bytes());
+        }
+    }
+    let mut o = opts(1, Level::detect(), 1 << 20);
+    o.dtype = Some(sep::DType::F32);
+    let mut archive = Vec::new();
+    sep::compress_bytes(&data, &mut archive, &o).unwrap();
+    let info = sep::inspect(std::io::Cursor::new(&archive)).unwrap();
+    let codecs: Vec<&str> = info.blocks.iter().map(|b| b.codec.name()).collect();
+    assert!(codecs.contains(&"scaled"), "codecs {codecs:?}");
+    for kernels in [Level::Scalar, Level::detect()] {
+        let o = opts(1, kernels, 1 << 20);
+        let mut out = Vec::with_capacity(4 + data.len());
+        out.extend_from_slice(b"held");
+        let buffer = out.as_ptr();
+        sep::decompress_to_vec(&archive, &mut out, &o).unwrap();
+        assert!(out[..4] == *b"held" && out[4..] == data, "{kernels:?}");
+        assert_eq!(out.as_ptr(), buffer, "the vector's buffer was replaced");
+    }
+}
+
+#[test]
+fn stored_blocks_decode_into_a_vector() {
+    // Random bytes: stored blocks, appended as they are (and refused once damaged).
+    let mut x = 3u64;
+    let data: Vec<u8> = (0..100_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let o = opts(1, Level::detect(), 32 << 10);
+    let mut archive = Vec::new();
+    sep::compress_bytes(&data, &mut archive, &o).unwrap();
+    let info = sep::inspect(std::io::Cursor::new(&archive)).unwrap();
+    assert!(info.blocks.iter().all(|b| b.codec.name() == "stored"));
+    let mut out = b"held".to_vec();
+    sep::decompress_to_vec(&archive, &mut out, &o).unwrap();
+    assert!(out[..4] == *b"held" && out[4..] == data);
+    let mut bad = archive.clone();
+    bad[archive.len() / 2] ^= 1;
+    let mut held = b"held".to_vec();
+    assert!(sep::decompress_to_vec(&bad, &mut held, &o).is_err());
+    assert_eq!(held, b"held");
+    assert!(sep::decompress_bytes(&bad, std::io::sink(), &o).is_err());
+}
