@@ -42,86 +42,13 @@ pub use simd::Level as SimdLevel;
 use codecs::neural::NeuralConfig;
 use format::{Header, Trailer};
 use pipeline::{InMemory, Known, Streamed};
+pub use pipeline::{Options, Stats, DEFAULT_BLOCK_SIZE};
 use std::io::{Read, Seek, Write};
-use std::sync::Arc;
-
-/// Default maximum raw bytes per block.
-pub const DEFAULT_BLOCK_SIZE: u64 = 8 << 20;
-
-/// Settings of a compression or decompression run.
-#[derive(Clone)]
-#[non_exhaustive]
-pub struct Options {
-    /// Blocks coded at once (worker threads).
-    pub threads: usize,
-    /// Maximum raw bytes per block (compression only; decoding uses the archive's).
-    pub block_size: u64,
-    /// Backbone of the neural codec's network (compression only; decoding uses the archive's).
-    pub backbone: Backbone,
-    /// Element type of an input that is a raw float array (compression only).
-    pub dtype: Option<DType>,
-    /// Called with the number of input bytes finished, from worker threads.
-    pub progress: Option<Arc<dyn Fn(u64) + Send + Sync>>,
-    /// Called after each block is written with its original and archived sizes.
-    pub on_block: Option<Arc<dyn Fn(u64, u64) + Send + Sync>>,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            block_size: DEFAULT_BLOCK_SIZE,
-            backbone: Backbone::default(),
-            dtype: None,
-            progress: None,
-            on_block: None,
-        }
-    }
-}
-
-impl Options {
-    /// Checks that the settings are in range.
-    pub fn validate(&self) -> Result<()> {
-        if self.threads == 0 || self.threads > 1024 {
-            return Err(Error::InvalidOption(format!(
-                "threads must be 1..=1024, got {}",
-                self.threads
-            )));
-        }
-        if self.block_size == 0 || self.block_size > format::MAX_BLOCK_SIZE {
-            return Err(Error::InvalidOption(format!(
-                "block size must be 1..={} bytes, got {}",
-                format::MAX_BLOCK_SIZE,
-                self.block_size
-            )));
-        }
-        Ok(())
-    }
-
-    /// The neural codec's configuration these options give.
-    fn neural(&self) -> NeuralConfig {
-        NeuralConfig {
-            backbone: self.backbone,
-            ..NeuralConfig::default()
-        }
-    }
-}
 
 /// Sets the SIMD level of every kernel of the process, capped at what the CPU supports (the
 /// detected level until set); returns the level in force. Every level gives the same bits.
 pub fn set_simd_level(level: SimdLevel) -> SimdLevel {
     simd::set_level(level)
-}
-
-/// Sizes of a finished run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Stats {
-    /// Bytes of original data.
-    pub original_bytes: u64,
-    /// Bytes of archive.
-    pub archive_bytes: u64,
-    /// Number of blocks.
-    pub blocks: u64,
 }
 
 /// Compresses everything `input` yields into a complete archive on `output`. Without a dtype in

@@ -3,7 +3,10 @@
 //! and the number of blocks in flight is bounded so memory does not grow with the input.
 
 mod buffers;
+mod options;
 mod source;
+
+pub use options::{Options, Stats, DEFAULT_BLOCK_SIZE};
 
 use crate::choice::code_block;
 use crate::choice::detect::{Kind, Segment};
@@ -14,7 +17,6 @@ use crate::engine::ENGINE_VERSION;
 use crate::error::{Error, Result};
 use crate::format::checksum::xxh3_64;
 use crate::format::{BlockRecord, Codec, DataHash, Header, Next, TableEntry, Trailer};
-use crate::{Options, Stats};
 use buffers::Buffers;
 use crossbeam_channel::{bounded, unbounded};
 use source::{read_full, Bytes, Source};
