@@ -5,5 +5,6 @@ mod bad_input;
 mod cli;
 mod common;
 mod corpora;
+mod golden;
 mod sources;
 mod tensors;

@@ -158,7 +158,7 @@ fn npy_and_raw_arrays_round_trip() {
 /// (`levels` of them, about normal) times a scale per row (`per_row`) or per tensor, as f32
 /// or, if `bf16`, those f32 values cut to bf16; with `palette`, the integers pick among
 /// random values instead (a codebook, not multiples of a scale).
-fn dequantized(rows: usize, levels: u64, per_row: bool, bf16: bool, palette: bool) -> Vec<u8> {
+pub fn dequantized(rows: usize, levels: u64, per_row: bool, bf16: bool, palette: bool) -> Vec<u8> {
     let mut x = 0x9e37_79b9_u64;
     let mut next = move || xorshift(&mut x) >> 11;
     let (mut header, mut data) = (String::from("{"), Vec::new());
@@ -245,7 +245,7 @@ fn dequantized_weights_take_their_codecs() {
 }
 
 /// A safetensors file of `header` (JSON text) and the tensors' bytes `data`.
-fn safetensors(header: &str, data: &[u8]) -> Vec<u8> {
+pub fn safetensors(header: &str, data: &[u8]) -> Vec<u8> {
     let mut out = (header.len() as u64).to_le_bytes().to_vec();
     out.extend_from_slice(header.as_bytes());
     out.extend_from_slice(data);
@@ -254,7 +254,7 @@ fn safetensors(header: &str, data: &[u8]) -> Vec<u8> {
 
 /// A safetensors file of one f32 classifier layer, `rows` by 3000: the columns of never-trained
 /// classes (one in 40) share one value per row, the others are distinct weights.
-fn classifier(rows: usize) -> Vec<u8> {
+pub fn classifier(rows: usize) -> Vec<u8> {
     let mut x = 0x2545_f491_u64;
     let mut unit = move || (xorshift(&mut x) >> 11) as f32 / (1u64 << 53) as f32;
     let mut data = Vec::new();
@@ -297,7 +297,7 @@ fn transform_bases_take_the_copies_codec() {
 
 /// A safetensors file of a windowed cosine and sine basis of 128 points and a trained-like
 /// tensor of 20,000 values after it.
-fn stft_file() -> Vec<u8> {
+pub fn stft_file() -> Vec<u8> {
     let basis = stft_basis(128);
     let mut x = 0x1234_u64;
     let mut data = basis.clone();

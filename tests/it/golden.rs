@@ -1,0 +1,159 @@
+//! Golden archives: one small archive per codec, written by this format version's encoder from
+//! inputs generated here, kept under `tests/data/golden/v{VERSION}`. Every archive must decode
+//! to its input at any thread count and SIMD level, and the encoder must still write exactly
+//! those bytes: an encoder change that alters them needs a new format version (FORMAT.md) and
+//! new golden archives (`SEP_BLESS=1 cargo test --release golden` writes them).
+
+use crate::common::xorshift;
+use crate::tensors::{classifier, dequantized, safetensors, stft_file};
+use sep::{Codec, Options, SimdLevel};
+use std::path::PathBuf;
+
+/// One golden archive: its name, its input, the codecs its blocks must include.
+struct Case {
+    name: &'static str,
+    input: Vec<u8>,
+    codecs: &'static [Codec],
+}
+
+/// English-like text from a fixed list of words.
+fn text(len: usize) -> Vec<u8> {
+    let words = [
+        "the", "archive", "of", "a", "model", "that", "learns", "while", "it", "codes", "every",
+        "bit", "and", "predicts", "next", "byte", "from", "what", "came", "before", "so",
+    ];
+    let mut x = 0x5eed_u64;
+    let mut out = Vec::new();
+    while out.len() < len {
+        out.extend_from_slice(words[xorshift(&mut x) as usize % words.len()].as_bytes());
+        out.push(if xorshift(&mut x).is_multiple_of(11) {
+            b'\n'
+        } else {
+            b' '
+        });
+    }
+    out.truncate(len);
+    out
+}
+
+/// A safetensors file of small 32-bit integers (coded by zstd) and weight-like f32 values (the
+/// planes codec), after its header (the tensor-header codec).
+fn mixed_tensors() -> Vec<u8> {
+    let mut x = 0x77_u64;
+    let mut data = Vec::new();
+    for i in 0..4096u32 {
+        data.extend_from_slice(&(i % 7 + (i / 512)).to_le_bytes());
+    }
+    let ints = data.len();
+    for _ in 0..8192 {
+        let w = ((xorshift(&mut x) >> 40) as f32 / (1u32 << 24) as f32 - 0.5) * 0.1;
+        data.extend_from_slice(&w.to_le_bytes());
+    }
+    let header = format!(
+        "{{\"ids\":{{\"dtype\":\"I32\",\"shape\":[4096],\"data_offsets\":[0,{ints}]}},\
+         \"w\":{{\"dtype\":\"F32\",\"shape\":[8192],\"data_offsets\":[{ints},{}]}}}}",
+        data.len()
+    );
+    safetensors(&header, &data)
+}
+
+fn cases() -> Vec<Case> {
+    let mut x = 9_u64;
+    vec![
+        Case {
+            name: "neural.txt",
+            input: text(3000),
+            codecs: &[Codec::Neural],
+        },
+        Case {
+            name: "stored.bin",
+            input: (0..2000).map(|_| xorshift(&mut x) as u8).collect(),
+            codecs: &[Codec::Stored],
+        },
+        Case {
+            name: "mixed.safetensors",
+            input: mixed_tensors(),
+            codecs: &[Codec::TensorHeader, Codec::Zstd, Codec::Planes],
+        },
+        Case {
+            name: "scaled.safetensors",
+            input: dequantized(16, 64, false, false, false),
+            codecs: &[Codec::Scaled],
+        },
+        Case {
+            name: "recent.bf16.safetensors",
+            input: dequantized(16, 16, false, true, true),
+            codecs: &[Codec::Recent],
+        },
+        Case {
+            name: "repeated.safetensors",
+            input: classifier(8),
+            codecs: &[Codec::Repeated],
+        },
+        Case {
+            name: "copies.safetensors",
+            input: stft_file(),
+            codecs: &[Codec::Copies],
+        },
+    ]
+}
+
+/// Where this version's golden archives are kept.
+fn golden_dir() -> PathBuf {
+    let version = sep::internals::format::VERSION;
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/golden/v{version}"))
+}
+
+fn options(threads: usize) -> Options {
+    let mut o = Options::default();
+    o.threads = threads;
+    o
+}
+
+#[test]
+fn golden_archives_decode_everywhere() {
+    for case in cases() {
+        let path = golden_dir().join(format!("{}.sep", case.name));
+        let archive = std::fs::read(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (SEP_BLESS=1 writes it)", path.display()));
+        let info = sep::inspect(std::io::Cursor::new(&archive)).unwrap();
+        for codec in case.codecs {
+            assert!(
+                info.blocks.iter().any(|b| b.codec == *codec),
+                "{}: no {} block",
+                case.name,
+                codec.name()
+            );
+        }
+        for (threads, level) in [(1, SimdLevel::Scalar), (2, SimdLevel::detect())] {
+            sep::set_simd_level(level);
+            let mut out = Vec::new();
+            sep::decompress_to_vec(&archive, &mut out, &options(threads)).unwrap();
+            assert!(out == case.input, "{}: decodes to other bytes", case.name);
+        }
+        sep::set_simd_level(SimdLevel::detect());
+    }
+}
+
+#[test]
+fn the_encoder_still_writes_the_golden_archives() {
+    let bless = std::env::var_os("SEP_BLESS").is_some();
+    for case in cases() {
+        let path = golden_dir().join(format!("{}.sep", case.name));
+        let mut archive = Vec::new();
+        sep::compress_bytes(&case.input, &mut archive, &options(2)).unwrap();
+        if bless {
+            std::fs::create_dir_all(golden_dir()).unwrap();
+            std::fs::write(&path, &archive).unwrap();
+            continue;
+        }
+        let golden = std::fs::read(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (SEP_BLESS=1 writes it)", path.display()));
+        assert!(
+            archive == golden,
+            "{}: the encoder's output changed; a change that alters archives needs a new format \
+             version and new golden archives (SEP_BLESS=1)",
+            case.name
+        );
+    }
+}
