@@ -2,6 +2,84 @@
 //! or forced (`SEP_KERNELS`, a testing knob); every level computes identical bits.
 
 use crate::error::{Error, Result};
+
+// The CPU features of each level, written once: `avx2!`, `avx512!` and `avx512_vbmi!` compile
+// the items they wrap with them enabled (x86-64 only). Such an item may only run at that level
+// or above (`level()`), which the caller states in a SAFETY line.
+
+/// Compiles the wrapped items with the AVX2 level's features (AVX2, POPCNT, BMI1/2, LZCNT).
+macro_rules! avx2 {
+    ($($item:item)*) => {$(
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,popcnt,bmi1,bmi2,lzcnt")]
+        $item
+    )*};
+}
+
+/// Compiles the wrapped items with the AVX-512 level's features (F, BW, DQ, VL and AVX2's).
+macro_rules! avx512 {
+    ($($item:item)*) => {$(
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt,bmi1,bmi2,lzcnt")]
+        $item
+    )*};
+}
+
+/// Compiles the wrapped items with the AVX-512 level's features and VBMI, which only some
+/// AVX-512 CPUs have (`has_vbmi`).
+macro_rules! avx512_vbmi {
+    ($($item:item)*) => {$(
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(
+            enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,popcnt,bmi1,bmi2,lzcnt"
+        )]
+        $item
+    )*};
+}
+
+/// Defines the fn `$name` (generics declared `[$decl]`, passed `[$pass]`; both may be empty)
+/// whose `$body` is compiled once per level, with that level's features enabled, and run at
+/// the process's level: portable code the compiler vectorises as wide as the level allows,
+/// computing the same bits at every level.
+macro_rules! leveled {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident [$($decl:tt)*] [$($pass:tt)*]
+        ($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
+        $(#[$meta])*
+        $vis fn $name<$($decl)*>($($arg: $ty),*) $(-> $ret)? {
+            #[inline(always)]
+            fn body<$($decl)*>($($arg: $ty),*) $(-> $ret)? $body
+            $crate::simd::avx512! {
+                fn avx512<$($decl)*>($($arg: $ty),*) $(-> $ret)? {
+                    body::<$($pass)*>($($arg),*)
+                }
+            }
+            $crate::simd::avx2! {
+                fn avx2<$($decl)*>($($arg: $ty),*) $(-> $ret)? {
+                    body::<$($pass)*>($($arg),*)
+                }
+            }
+            #[cfg(target_arch = "x86_64")]
+            match $crate::simd::level() {
+                // SAFETY: the process's level is never above what the CPU supports.
+                $crate::simd::Level::Avx512 => return unsafe { avx512::<$($pass)*>($($arg),*) },
+                // SAFETY: as above.
+                $crate::simd::Level::Avx2 => return unsafe { avx2::<$($pass)*>($($arg),*) },
+                $crate::simd::Level::Scalar => {}
+            }
+            body::<$($pass)*>($($arg),*)
+        }
+    };
+}
+
+pub(crate) use {avx2, avx512, avx512_vbmi, leveled};
+
+/// Whether the CPU has AVX-512 VBMI (for `avx512_vbmi!` items, at the AVX-512 level).
+pub fn has_vbmi() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx512vbmi");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Process-wide level; `UNSET` until first use or `set_level`.
@@ -88,6 +166,15 @@ impl Level {
             }
         };
         Ok(wanted.min(Self::detect()))
+    }
+
+    /// Every level this CPU can run, lowest first.
+    pub fn supported() -> Vec<Self> {
+        let best = Self::detect();
+        [Level::Scalar, Level::Avx2, Level::Avx512]
+            .into_iter()
+            .filter(|&l| l <= best)
+            .collect()
     }
 
     /// Lower-case name of the level.

@@ -1,36 +1,11 @@
 //! The numeric kernels: matmul forward and backward products, activations, softmax, exp/ln, Adam.
 //!
 //! Each kernel is written once in plain Rust and compiled three times (portable, AVX2, AVX-512) by
-//! `multiversion!`. Rust never reassociates float operations nor contracts `a * b + c` into FMA,
+//! `simd::leveled!`. Rust never reassociates float operations nor contracts `a * b + c` into FMA,
 //! so vectorised builds compute exactly the bits of the portable one. Reductions run in one fixed
 //! order everywhere: 16 interleaved partial sums, then a fixed pairwise tree.
 
-use crate::simd::{level, Level};
-
-/// Defines a kernel once and emits its portable, AVX2 and AVX-512 builds plus a dispatcher.
-macro_rules! multiversion {
-    ($(#[$doc:meta])* pub fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
-        $(#[$doc])*
-        pub fn $name($($arg: $ty),*) $(-> $ret)? {
-            #[inline(always)]
-            fn body($($arg: $ty),*) $(-> $ret)? $body
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx2,popcnt,bmi1,bmi2,lzcnt")]
-            unsafe fn avx2($($arg: $ty),*) $(-> $ret)? { body($($arg),*) }
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt,bmi1,bmi2,lzcnt")]
-            unsafe fn avx512($($arg: $ty),*) $(-> $ret)? { body($($arg),*) }
-            match level() {
-                // SAFETY: simd::set_level never records a level the CPU lacks.
-                #[cfg(target_arch = "x86_64")]
-                Level::Avx512 => unsafe { avx512($($arg),*) },
-                #[cfg(target_arch = "x86_64")]
-                Level::Avx2 => unsafe { avx2($($arg),*) },
-                _ => body($($arg),*),
-            }
-        }
-    };
-}
+use crate::simd::leveled;
 
 /// Width of the interleaved partial sums of every reduction.
 const LANES: usize = 16;
@@ -237,17 +212,17 @@ fn grad_tile<const T: usize>(
     dwr[j0..j0 + T].copy_from_slice(&acc);
 }
 
-multiversion! {
+leveled! {
     /// out[b][j] += sum_k x[b][k] * w[k][j], k ascending (x: rows x k, w: k x n, out: rows x n).
     /// Zero inputs are skipped identically on every level (sparse one-hot and ReLU inputs).
-    pub fn matmul_acc(x: &[f32], w: &[f32], out: &mut [f32], k: usize, n: usize) {
+    pub fn matmul_acc [] [] (x: &[f32], w: &[f32], out: &mut [f32], k: usize, n: usize) {
         matmul_rows(x, w, out, k, n)
     }
 }
 
-multiversion! {
+leveled! {
     /// out = transpose of w (k x n), as n x k.
-    pub fn transpose(w: &[f32], out: &mut [f32], k: usize, n: usize) {
+    pub fn transpose [] [] (w: &[f32], out: &mut [f32], k: usize, n: usize) {
         for kk in 0..k {
             for j in 0..n {
                 out[j * k + kk] = w[kk * n + j];
@@ -256,9 +231,9 @@ multiversion! {
     }
 }
 
-multiversion! {
+leveled! {
     /// dw[kk][j] += sum_b x[b][kk] * dy[b][j], b ascending (gradient w.r.t. weights).
-    pub fn outer_acc(x: &[f32], dy: &[f32], dw: &mut [f32], k: usize, n: usize) {
+    pub fn outer_acc [] [] (x: &[f32], dy: &[f32], dw: &mut [f32], k: usize, n: usize) {
         for kk in 0..k {
             let dwr = &mut dw[kk * n..kk * n + n];
             tiled!(n, |j0, T| grad_tile::<T>(x, dy, dwr, kk, k, n, j0));
@@ -266,9 +241,9 @@ multiversion! {
     }
 }
 
-multiversion! {
+leveled! {
     /// In-place softmax of each row of `z` (rows x n); uses the engine's exp.
-    pub fn softmax_rows(z: &mut [f32], n: usize) {
+    pub fn softmax_rows [] [] (z: &mut [f32], n: usize) {
         for row in z.chunks_exact_mut(n) {
             let mut m = f32::NEG_INFINITY;
             for &v in row.iter() {
@@ -285,18 +260,18 @@ multiversion! {
     }
 }
 
-multiversion! {
+leveled! {
     /// ReLU in place; returns nothing (the mask is the output's sign).
-    pub fn relu(x: &mut [f32]) {
+    pub fn relu [] [] (x: &mut [f32]) {
         for v in x.iter_mut() {
             *v = v.max(0.0);
         }
     }
 }
 
-multiversion! {
+leveled! {
     /// Zeroes gradient entries where the ReLU output was zero.
-    pub fn relu_backward(out: &[f32], grad: &mut [f32]) {
+    pub fn relu_backward [] [] (out: &[f32], grad: &mut [f32]) {
         for (g, &o) in grad.iter_mut().zip(out) {
             if o <= 0.0 {
                 *g = 0.0;
@@ -318,9 +293,9 @@ pub struct AdamStep {
     pub eps: f32,
 }
 
-multiversion! {
+leveled! {
     /// One Adam update of `p` from gradient `g` (moments `m`, `v`); zeroes `g` afterwards.
-    pub fn adam(p: &mut [f32], g: &mut [f32], m: &mut [f32], v: &mut [f32], s: AdamStep) {
+    pub fn adam [] [] (p: &mut [f32], g: &mut [f32], m: &mut [f32], v: &mut [f32], s: AdamStep) {
         let (c1, c2) = (1.0 - s.b1, 1.0 - s.b2);
         for (((pi, gi), mi), vi) in p.iter_mut().zip(g.iter_mut()).zip(m.iter_mut()).zip(v.iter_mut()) {
             let gv = *gi;

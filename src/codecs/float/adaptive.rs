@@ -2,9 +2,9 @@
 //! rANS frequencies between batches of values, with an escape for symbols not yet counted;
 //! and the reader of their payloads' fields.
 
-use super::interleaved::Kernel;
 use crate::entropy::rans::{self, fit, Sym};
 use crate::error::{Error, Result};
+use crate::simd::{level, Level};
 
 /// Precision of the symbol tables.
 pub(super) const BITS: u32 = 14;
@@ -80,7 +80,7 @@ pub(super) struct Table {
     /// `start | freq << 16` of each symbol, the escape last (decoder only).
     enc: Vec<u32>,
     /// The kernel that decodes symbols.
-    kernel: Kernel,
+    kernel: Level,
     /// Room for the weights `refit` shares out.
     weights: Vec<u32>,
     /// Counts of decoded symbols not yet in `counts`, `PARTS` per symbol (symbol `k` of a
@@ -104,7 +104,7 @@ impl Table {
             pairs,
             slots: vec![0; if decoder { (1 << BITS) + 1 } else { 0 }],
             enc: vec![0; if decoder { symbols + 1 } else { 0 }],
-            kernel: Kernel::detect(),
+            kernel: level(),
             weights: Vec::with_capacity(symbols),
             parts: vec![0; if decoder { PARTS * symbols } else { 0 }],
         };
@@ -384,7 +384,7 @@ impl<const N: usize> Context<N> {
     }
 }
 
-/// Appends a field of a `u32` length and the bytes `write` appends after it (`Fields::prefixed`
+/// Appends a field of a `u32` length and the bytes `write` appends after it (`PayloadReader::prefixed`
 /// reads it); returns their count.
 pub(super) fn put_prefixed(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) -> usize {
     let at = out.len();
@@ -396,7 +396,7 @@ pub(super) fn put_prefixed(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) 
 }
 
 /// Appends the value count `n` and the `tail` (the bytes after the last whole value) of an
-/// array, as `Fields::values_and_tail` reads them.
+/// array, as `PayloadReader::values_and_tail` reads them.
 pub(super) fn put_values_and_tail(out: &mut Vec<u8>, n: usize, tail: &[u8]) {
     out.extend_from_slice(&(n as u32).to_le_bytes());
     out.push(tail.len() as u8);
@@ -404,17 +404,17 @@ pub(super) fn put_values_and_tail(out: &mut Vec<u8>, n: usize, tail: &[u8]) {
 }
 
 /// Reads the payload's fields in order.
-pub(super) struct Fields<'a> {
+pub(super) struct PayloadReader<'a> {
     /// What is left to read.
     pub(super) rest: &'a [u8],
     /// The codec's name, for errors.
     what: &'static str,
 }
 
-impl<'a> Fields<'a> {
+impl<'a> PayloadReader<'a> {
     /// Reads `payload` of codec `what`.
     pub(super) fn new(payload: &'a [u8], what: &'static str) -> Self {
-        Fields {
+        PayloadReader {
             rest: payload,
             what,
         }
@@ -508,7 +508,7 @@ mod tests {
             tab.put_all(&syms, &mut enc);
             let mut stream = Vec::new();
             enc.finish(&mut stream);
-            for kernel in Kernel::supported() {
+            for kernel in Level::supported() {
                 let (mut st, mut words) = rans::Decoder::new(&stream, STATES).unwrap().split();
                 let mut tab = Table::new(sym_count, 4, true);
                 tab.kernel = kernel;

@@ -16,7 +16,7 @@
 //! length (`u32`) + the raw lower bits of the distances and run lengths (least significant
 //! first), then the rANS stream of the events, distance lengths and replays in value order.
 
-use super::adaptive::{put_prefixed, put_values_and_tail, Context, Fields, STATES};
+use super::adaptive::{put_prefixed, put_values_and_tail, Context, PayloadReader, STATES};
 use super::ibp::{bit_length, BitReader, BitWriter};
 use super::planes::read;
 use super::DType;
@@ -396,7 +396,7 @@ fn corrupt(what: &str) -> Error {
 
 /// Decodes a payload, appending its `raw_len` bytes to `out`.
 pub fn decode(payload: &[u8], raw_len: usize, out: &mut Vec<u8>) -> Result<()> {
-    let mut f = Fields::new(payload, "copies");
+    let mut f = PayloadReader::new(payload, "copies");
     let dtype = DType::from_tag(f.take(1)?[0])?;
     let w = dtype.width();
     let (n, tail) = f.values_and_tail(w, raw_len)?;

@@ -27,12 +27,11 @@ fn m_row_scalar(row: &mut [u32], freqs: &[u32]) {
     }
 }
 
+crate::simd::avx512! {
 /// `m_row` 16 slots at a time: a bit marks each range's first slot; in each chunk the
 /// marked lanes take their range's rank (among the symbols with slots), a running maximum
 /// carries it to the lanes after them, and the rank selects the range's entry less its
 /// first slot (shifted), to which the slot (shifted) is added.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt,bmi1,bmi2,lzcnt")]
 unsafe fn m_row_avx512(row: &mut [u32], freqs: &[u32]) {
     use std::arch::x86_64::*;
     let (mut base, mut marks) = ([0u32; 16], [0u16; 16]);
@@ -66,6 +65,7 @@ unsafe fn m_row_avx512(row: &mut [u32], freqs: &[u32]) {
         );
         _mm512_storeu_si512(row.as_mut_ptr().add(16 * c).cast(), entry);
     }
+}
 }
 
 /// Fills a symbol's `slots` of a decode `table` (symbols in slot order): `entry | k << SHIFT`

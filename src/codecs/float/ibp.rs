@@ -270,15 +270,14 @@ fn unpack_portable<T: Word>(
     unpack_body!(r, part, bits, m, v, out, pdep_portable)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "bmi2,popcnt")]
+crate::simd::avx2! {
 unsafe fn pack_bmi2(words: &[u64], bits: u32, mask: u64, value: u64, out: &mut Vec<u8>) {
     use std::arch::x86_64::_pext_u64;
     pack_body!(words, bits, mask, value, out, |x, m| _pext_u64(x, m))
 }
+}
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "bmi2,popcnt")]
+crate::simd::avx2! {
 unsafe fn unpack_bmi2<T: Word>(
     r: &mut BitReader,
     part: &[u8],
@@ -290,24 +289,19 @@ unsafe fn unpack_bmi2<T: Word>(
     use std::arch::x86_64::_pdep_u64;
     unpack_body!(r, part, bits, m, v, out, |x, m| _pdep_u64(x, m))
 }
-
-/// Whether the AVX-512 VBMI plain (un)packing kernels run: on the fast path (`fast`) at the
-/// AVX-512 kernel level of a CPU with VBMI.
-#[cfg(target_arch = "x86_64")]
-fn use_vbmi(fast: bool) -> bool {
-    fast && level() == Level::Avx512 && std::arch::is_x86_feature_detected!("avx512vbmi")
 }
 
-/// Whether the BMI2 bit-manipulation path is used (never at the scalar kernel level).
+/// Whether the AVX-512 VBMI plain (un)packing kernels run: on the fast path (`fast`) at the
+/// AVX-512 level of a CPU with VBMI.
+#[cfg(target_arch = "x86_64")]
+fn use_vbmi(fast: bool) -> bool {
+    fast && level() == Level::Avx512 && crate::simd::has_vbmi()
+}
+
+/// Whether the BMI2 bit-manipulation path is used: from the AVX2 level on, whose features
+/// include BMI2.
 fn use_bmi2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        level() != Level::Scalar && std::arch::is_x86_feature_detected!("bmi2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    level() >= Level::Avx2
 }
 
 #[inline(always)]
@@ -647,14 +641,14 @@ impl Unpacker<'_> {
     }
 }
 
+crate::simd::avx2! {
 /// `base | pdep(word, keep)` for every word.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "bmi2,popcnt")]
 unsafe fn deposit_bmi2<T: Word>(out: &mut [T], keep: u64, base: u64) {
     use std::arch::x86_64::_pdep_u64;
     for o in out.iter_mut() {
         *o = T::from_u64(base | _pdep_u64(o.to_u64(), keep));
     }
+}
 }
 
 fn damaged() -> Error {
@@ -707,13 +701,12 @@ fn pack_plain_fast(chunk: &[u64], bits: u32, out: &mut Vec<u8>, fast: bool) -> u
     0
 }
 
+crate::simd::avx512_vbmi! {
 /// Packs words a vector at a time (the inverse of `unpack_plain_vbmi`): 16 of 7 to 25 bits
 /// from `u32` lanes, or 8 of 26 to 57 bits from `u64` lanes, each shifted to its bit offset
 /// within its first byte; a byte permutation then moves the bytes of the even lanes, and
 /// another those of the odd lanes, to their places (a byte holds bits of at most two words,
 /// which are neighbours). Returns how many words it packed (0 for other widths).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,popcnt,bmi1,bmi2,lzcnt")]
 unsafe fn pack_plain_vbmi(words: &[u64], bits: u32, out: &mut Vec<u8>) -> usize {
     use std::arch::x86_64::*;
     let b = bits as usize;
@@ -768,14 +761,14 @@ unsafe fn pack_plain_vbmi(words: &[u64], bits: u32, out: &mut Vec<u8>) -> usize 
     out.set_len(out.len() + steps * step);
     steps * lanes
 }
+}
 
+crate::simd::avx512_vbmi! {
 /// Unpacks words a vector at a time into `T` lanes of `w` bytes (64 / w words a step: 8 of
 /// at most 57 bits into `u64`, 16 of at most 25 bits into `u32`; they span whole bytes): one
 /// 64-byte load, a byte permutation putting each word's first `w` bytes in its lane, a shift
 /// per lane. Returns how many words it wrote (a multiple of 64 / w, while 64 bytes remain; 0
 /// if `bits` is wider than that).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,popcnt,bmi1,bmi2,lzcnt")]
 unsafe fn unpack_plain_vbmi<T: Word>(rest: &[u8], bits: u32, out: &mut [T]) -> usize {
     use std::arch::x86_64::*;
     let (b, w) = (bits as usize, std::mem::size_of::<T>());
@@ -810,6 +803,7 @@ unsafe fn unpack_plain_vbmi<T: Word>(rest: &[u8], bits: u32, out: &mut [T]) -> u
         i += lanes;
     }
     i
+}
 }
 
 #[cfg(test)]

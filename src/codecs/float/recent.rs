@@ -8,12 +8,15 @@
 //! rANS stream of the symbols (0 a miss, `r + 1` a hit of rank `r`).
 
 use super::adaptive::STATES;
-use super::adaptive::{batch_end, put_prefixed, put_values_and_tail, Fields, Table, MAX_BATCH};
+use super::adaptive::{
+    batch_end, put_prefixed, put_values_and_tail, PayloadReader, Table, MAX_BATCH,
+};
 use super::distinct::Distinct;
 use super::planes::read;
 use super::DType;
 use crate::entropy::rans;
 use crate::error::{Error, Result};
+use crate::simd::leveled;
 use std::hint::select_unpredictable;
 
 /// Cache sizes the encoder chooses from.
@@ -199,21 +202,12 @@ impl Cache {
     }
 }
 
-/// Index of the smallest stamp (the first, of equals).
-fn oldest(stamps: &[u32]) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    if crate::simd::level() >= crate::simd::Level::Avx2 {
-        // SAFETY: AVX2 support was checked when the level was chosen.
-        return unsafe { oldest_avx2(stamps) };
-    }
+leveled! {
+/// Index of the smallest stamp (the first, of equals), compiled for the process's SIMD level
+/// (an unsigned minimum per lane).
+fn oldest [] [] (stamps: &[u32]) -> usize {
     oldest_in(stamps)
 }
-
-/// `oldest` compiled for AVX2 (an unsigned minimum per lane).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn oldest_avx2(stamps: &[u32]) -> usize {
-    oldest_in(stamps)
 }
 
 /// `oldest`, in passes that vectorise: the minimum, the piece of 16 that holds it, its place
@@ -352,7 +346,7 @@ fn encode_w<const W: usize>(data: &[u8], dtype: DType, size: usize, out: &mut Ve
 /// Decodes a payload, appending its `raw_len` bytes to `out`.
 pub fn decode(payload: &[u8], raw_len: usize, out: &mut Vec<u8>) -> Result<()> {
     let corrupt = |what: &str| Error::Corrupt(format!("recent-values block: {what}"));
-    let mut f = Fields::new(payload, "recent-values");
+    let mut f = PayloadReader::new(payload, "recent-values");
     let dtype = DType::from_tag(f.take(1)?[0])?;
     let w = dtype.width();
     let (n, tail) = f.values_and_tail(w, raw_len)?;

@@ -12,7 +12,7 @@
 //! payload of the plain values, length (`u32`) + the gaps' raw bits (least significant first),
 //! then the rANS stream of the event symbols.
 
-use super::adaptive::{batch_end, put_prefixed, put_values_and_tail, Fields, Table, STATES};
+use super::adaptive::{batch_end, put_prefixed, put_values_and_tail, PayloadReader, Table, STATES};
 use super::ibp::{bit_length, BitReader, BitWriter};
 use super::planes::read;
 use super::DType;
@@ -234,7 +234,7 @@ pub fn decode(
     out: &mut Vec<u8>,
     seen: &mut dyn FnMut(&[u8]),
 ) -> Result<()> {
-    let mut f = Fields::new(payload, "repeated-values");
+    let mut f = PayloadReader::new(payload, "repeated-values");
     let dtype = DType::from_tag(f.take(1)?[0])?;
     let w = dtype.width();
     if w < 4 {

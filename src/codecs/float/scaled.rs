@@ -13,13 +13,14 @@
 //! (the value's own symbol follows), 2 the value -0.0, `3 + zigzag(k)` for `|k| <= K_MAX`.
 
 use super::adaptive::STATES;
-use super::adaptive::{batch_end, put_prefixed, put_values_and_tail, Fields, Table, MAX_BATCH};
+use super::adaptive::{
+    batch_end, put_prefixed, put_values_and_tail, PayloadReader, Table, MAX_BATCH,
+};
 use super::rounding::Form;
 use super::DType;
 use crate::entropy::rans;
 use crate::error::{Error, Result};
-#[cfg(target_arch = "x86_64")]
-use crate::simd::Level;
+use crate::simd::leveled;
 
 /// Largest integer magnitude coded as a level.
 const K_MAX: i32 = 1023;
@@ -652,7 +653,7 @@ fn write(data: &[u8], form: Form, coded: Coded, out: &mut Vec<u8>) {
 
 /// Decodes a payload, appending its `raw_len` bytes to `out`.
 pub fn decode(payload: &[u8], raw_len: usize, out: &mut Vec<u8>) -> Result<()> {
-    let mut f = Fields::new(payload, "scaled-integers");
+    let mut f = PayloadReader::new(payload, "scaled-integers");
     let form = match DType::from_tag(f.take(1)?[0])? {
         DType::F32 => Form::F32,
         d @ (DType::BF16 | DType::F16) => Form::from_tags(d, f.take(1)?[0])?,
@@ -687,50 +688,20 @@ fn put<const W: usize>(o: &mut [u8], v: u32) {
     o.copy_from_slice(&v.to_le_bytes()[..W]);
 }
 
+leveled! {
 /// `decode` after the tags, for values of `W` bytes of the form numbered `F` (`form_of`),
-/// compiled for the widest vectors the kernel level allows (the values are the same: each is
-/// an exact f32 product, rounded by integer arithmetic).
-fn decode_as<const W: usize, const F: u8>(
-    f: Fields,
-    raw_len: usize,
-    out: &mut Vec<u8>,
-) -> Result<()> {
-    #[cfg(target_arch = "x86_64")]
-    match crate::simd::level() {
-        // SAFETY: the level is capped at what the CPU supports.
-        Level::Avx512 => return unsafe { values_avx512::<W, F>(f, raw_len, out) },
-        Level::Avx2 => return unsafe { values_avx2::<W, F>(f, raw_len, out) },
-        Level::Scalar => {}
-    }
+/// compiled for the process's SIMD level (the values are the same: each is an exact f32
+/// product, rounded by integer arithmetic).
+fn decode_as [const W: usize, const F: u8] [W, F]
+    (f: PayloadReader, raw_len: usize, out: &mut Vec<u8>) -> Result<()> {
     values::<W, F>(f, raw_len, out)
 }
-
-/// `values` with AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
-unsafe fn values_avx2<const W: usize, const F: u8>(
-    f: Fields,
-    raw_len: usize,
-    out: &mut Vec<u8>,
-) -> Result<()> {
-    values::<W, F>(f, raw_len, out)
-}
-
-/// `values` with AVX-512.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,bmi1,bmi2,popcnt,lzcnt")]
-unsafe fn values_avx512<const W: usize, const F: u8>(
-    f: Fields,
-    raw_len: usize,
-    out: &mut Vec<u8>,
-) -> Result<()> {
-    values::<W, F>(f, raw_len, out)
 }
 
 /// The body of `decode_as`.
 #[inline(always)]
 fn values<const W: usize, const F: u8>(
-    mut f: Fields,
+    mut f: PayloadReader,
     raw_len: usize,
     out: &mut Vec<u8>,
 ) -> Result<()> {

@@ -36,8 +36,8 @@ const EXPAND: [[u32; 8]; 256] = lane_permutations(true);
 /// Permutations for compress-storing the lanes of a mask.
 const COMPRESS: [[u32; 8]; 256] = lane_permutations(false);
 
+crate::simd::avx2! {
 /// `groups_avx512` with AVX2: groups of `8 R` lanes in `R` registers of 8 lanes.
-#[target_feature(enable = "avx2,popcnt,bmi1,bmi2,lzcnt")]
 pub(super) unsafe fn groups<const R: usize>(
     x: &mut States,
     w: &mut Words,
@@ -171,10 +171,11 @@ pub(super) unsafe fn groups<const R: usize>(
     w.pos = pos;
     done
 }
+}
 
+crate::simd::avx2! {
 /// Exact 32-bit quotients `y / f` (f >= 1) through f64, as `super::encode_group_scalar` needs.
 #[inline]
-#[target_feature(enable = "avx2,popcnt,bmi1,bmi2,lzcnt")]
 unsafe fn quotient(y: __m256i, f: __m256i) -> __m256i {
     // u32 -> f64 exactly: the value in the low mantissa bits of 2^52, minus 2^52.
     let magic = _mm256_set1_epi64x(0x4330_0000_0000_0000);
@@ -204,9 +205,10 @@ unsafe fn quotient(y: __m256i, f: __m256i) -> __m256i {
     let hi = _mm256_permutevar8x32_epi32(hi, pick);
     _mm256_permute2x128_si256::<0x20>(lo, hi)
 }
+}
 
+crate::simd::avx2! {
 /// `super::encode_group_scalar` for a whole group of `8 R` lanes in `R` registers of 8.
-#[target_feature(enable = "avx2,popcnt,bmi1,bmi2,lzcnt")]
 pub(super) unsafe fn encode_group<const R: usize>(
     x: &mut States,
     s: &Symbols,
@@ -286,9 +288,10 @@ pub(super) unsafe fn encode_group<const R: usize>(
         _mm256_storeu_si256(x[8 * r..].as_mut_ptr().cast(), *xs);
     }
 }
+}
 
+crate::simd::avx2! {
 /// `avx512::adaptive` with AVX2: the 16 states in two registers of 8.
-#[target_feature(enable = "avx2,popcnt,bmi1,bmi2,lzcnt")]
 pub(super) unsafe fn adaptive(
     bits: u32,
     x: &mut [u32; 16],
@@ -350,4 +353,5 @@ pub(super) unsafe fn adaptive(
     }
     w.pos = pos;
     done
+}
 }

@@ -8,11 +8,11 @@ use crate::codecs::float::planes::{
 use crate::entropy::rans::{Words, WAYS};
 use std::arch::x86_64::*;
 
+crate::simd::avx512! {
 /// Decodes whole groups of `16 R` lanes (register r holds lanes 16 r to 16 r + 15, so `R`
 /// dependency chains overlap) while the stream has room for a group's worst case (3 words
 /// per lane) past the current position; returns the number of values decoded. Each group's
 /// exponent context comes from `ctx` and is recorded in `groups`.
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt,bmi1,bmi2,lzcnt")]
 pub(super) unsafe fn groups<const R: usize>(
     x: &mut States,
     w: &mut Words,
@@ -169,10 +169,11 @@ pub(super) unsafe fn groups<const R: usize>(
     w.pos = pos;
     done
 }
+}
 
+crate::simd::avx512! {
 /// `encode_group_scalar` for a whole group of `16 R` lanes held in `R` registers; the
 /// quotients come from f64 division, exact for 32-bit states and frequencies up to 2^12.
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt,bmi1,bmi2,lzcnt")]
 pub(super) unsafe fn encode_group<const R: usize>(
     x: &mut States,
     s: &Symbols,
@@ -263,13 +264,14 @@ pub(super) unsafe fn encode_group<const R: usize>(
     }
     true
 }
+}
 
+crate::simd::avx512! {
 /// Decodes symbols of an adaptive table 16 at a time, symbol `k` on state `k mod 16` (the
 /// 16 states in one register), until a group holds the escape, fewer than 16 symbols are
 /// left or the stream has less than 32 bytes past the position; returns the number decoded.
 /// `slots` maps each slot to its symbol (with one entry of padding), `enc` each symbol to
 /// `start | freq << 16`.
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt,bmi1,bmi2,lzcnt")]
 pub(super) unsafe fn adaptive<const BITS: u32>(
     x: &mut [u32; 16],
     w: &mut Words,
@@ -323,4 +325,5 @@ pub(super) unsafe fn adaptive<const BITS: u32>(
     _mm512_storeu_si512(x.as_mut_ptr().cast(), xs);
     w.pos = pos;
     done
+}
 }

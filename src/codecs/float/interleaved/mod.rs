@@ -12,7 +12,7 @@ use super::planes::{
     Contexts, Model, ESCAPE_SYM, E_BITS, E_STRIDE, M_BITS, RAW_BITS, ZERO, ZERO_EM,
 };
 use crate::entropy::rans::{self, Words, WAYS};
-use crate::simd::{level, Level};
+use crate::simd::Level;
 use std::cell::RefCell;
 
 /// Coder states, one per lane.
@@ -74,41 +74,8 @@ fn group_scalar(x: &mut States, w: &mut Words, model: &Model, em: &mut [u16], c:
     }
 }
 
-/// Which implementation decodes groups of lanes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Kernel {
-    /// The scalar reference.
-    Scalar,
-    /// AVX2: a group in two to eight registers.
-    Avx2,
-    /// AVX-512F: a group in one to four registers.
-    Avx512,
-}
-
-impl Kernel {
-    /// The fastest kernel the process's kernel level allows.
-    pub(super) fn detect() -> Self {
-        match level() {
-            Level::Avx512 => Kernel::Avx512,
-            Level::Avx2 => Kernel::Avx2,
-            Level::Scalar => Kernel::Scalar,
-        }
-    }
-
-    /// Every kernel this CPU can run (for tests).
-    #[cfg(test)]
-    pub(super) fn supported() -> Vec<Self> {
-        let best = Level::detect();
-        let mut all = vec![Kernel::Scalar];
-        if best >= Level::Avx2 {
-            all.push(Kernel::Avx2);
-        }
-        if best >= Level::Avx512 {
-            all.push(Kernel::Avx512);
-        }
-        all
-    }
-
+// The vector kernels, as methods of the SIMD level that runs them.
+impl Level {
     /// Decodes a batch in groups of `lanes` (16, 32 or 64) values, each with the exponent
     /// context `ctx` picks for it, which is recorded in `groups` (one per group).
     #[allow(clippy::too_many_arguments)]
@@ -124,7 +91,7 @@ impl Kernel {
     ) {
         let mut done = 0;
         #[cfg(target_arch = "x86_64")]
-        if self == Kernel::Avx512 {
+        if self == Level::Avx512 {
             // SAFETY: AVX-512F support was checked when the level was chosen.
             done = unsafe {
                 match lanes {
@@ -134,7 +101,7 @@ impl Kernel {
                     _ => 0,
                 }
             };
-        } else if self == Kernel::Avx2 {
+        } else if self == Level::Avx2 {
             // SAFETY: AVX2 support was checked when the level was chosen.
             done = unsafe {
                 match lanes {
@@ -154,7 +121,7 @@ impl Kernel {
     }
 }
 
-impl Kernel {
+impl Level {
     /// Decodes symbols of an adaptive table (precision `BITS`) into `out`, symbol `k` on
     /// state `k mod 16`, with a vector kernel while it can; returns how many it decoded (the
     /// caller decodes the rest, at least a group of 16, with the scalar reference). `slots`
@@ -173,10 +140,10 @@ impl Kernel {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: AVX-512 support was checked when the level was chosen; the slot table
             // is padded for the gathers' 4-byte reads and every symbol indexes `enc`.
-            Kernel::Avx512 => unsafe { avx512::adaptive::<BITS>(x, w, slots, enc, out) },
+            Level::Avx512 => unsafe { avx512::adaptive::<BITS>(x, w, slots, enc, out) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as above, for AVX2.
-            Kernel::Avx2 => unsafe { avx2::adaptive(BITS, x, w, slots, enc, out) },
+            Level::Avx2 => unsafe { avx2::adaptive(BITS, x, w, slots, enc, out) },
             _ => 0,
         }
     }
@@ -279,7 +246,7 @@ fn encode_group_scalar(
     }
 }
 
-impl Kernel {
+impl Level {
     /// Writes the rANS stream of `syms`, the states starting at `start`, to `out` (the layout
     /// of `rans::write_stream`; tests check it is what the generic `rans::Encoder` writes for
     /// the same symbols).
@@ -302,7 +269,7 @@ impl Kernel {
             let escapes = &s.escapes[esc_start..esc_end];
             esc_end = esc_start;
             #[cfg(target_arch = "x86_64")]
-            if self == Kernel::Avx512 && len as usize == s.lanes {
+            if self == Level::Avx512 && len as usize == s.lanes {
                 let (x, words, n) = (&mut x, &mut words, &mut n);
                 // SAFETY: AVX-512F support was checked when the level was chosen; `words`
                 // keeps 2 * WAYS spare entries past any symbol's word.
@@ -319,7 +286,7 @@ impl Kernel {
                 }
             }
             #[cfg(target_arch = "x86_64")]
-            if self == Kernel::Avx2 && len as usize == s.lanes {
+            if self == Level::Avx2 && len as usize == s.lanes {
                 let (x, words, n) = (&mut x, &mut words, &mut n);
                 // SAFETY: AVX2 support was checked when the level was chosen; `words` keeps
                 // 2 * WAYS spare entries past any symbol's word.
