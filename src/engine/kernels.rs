@@ -113,7 +113,7 @@ pub fn ln_fixed(x: f32) -> f32 {
     t + e as f32 * std::f32::consts::LN_2
 }
 
-/// out_row[j0..j0+T] += sum_k x_row[k] * w[k][j0..j0+T] in registers, k ascending, zero inputs
+/// `out_row[j0..j0+T] += sum_k x_row[k] * w[k][j0..j0+T]` in registers, k ascending, zero inputs
 /// skipped. Each output element keeps its own operation order, so tiling never changes bits.
 #[inline(always)]
 fn row_tile<const T: usize>(xr: &[f32], w: &[f32], or: &mut [f32], j0: usize, n: usize) {
@@ -174,7 +174,7 @@ macro_rules! tiled {
     }};
 }
 
-/// out[b][j] += sum_k x[b][k] * w[k][j] with k ascending; zero inputs skipped.
+/// `out[b][j] += sum_k x[b][k] * w[k][j]` with k ascending; zero inputs skipped.
 #[inline(always)]
 fn matmul_rows(x: &[f32], w: &[f32], out: &mut [f32], k: usize, n: usize) {
     let rows = out.len() / n;
@@ -185,7 +185,7 @@ fn matmul_rows(x: &[f32], w: &[f32], out: &mut [f32], k: usize, n: usize) {
     }
 }
 
-/// dw[kk][j0..j0+T] += sum_b x[b][kk] * dy[b][j0..j0+T] in registers, b ascending.
+/// `dw[kk][j0..j0+T] += sum_b x[b][kk] * dy[b][j0..j0+T]` in registers, b ascending.
 #[inline(always)]
 fn grad_tile<const T: usize>(
     x: &[f32],
@@ -213,7 +213,7 @@ fn grad_tile<const T: usize>(
 }
 
 leveled! {
-    /// out[b][j] += sum_k x[b][k] * w[k][j], k ascending (x: rows x k, w: k x n, out: rows x n).
+    /// `out[b][j] += sum_k x[b][k] * w[k][j]`, k ascending (x: rows x k, w: k x n, out: rows x n).
     /// Zero inputs are skipped identically on every level (sparse one-hot and ReLU inputs).
     pub fn matmul_acc [] [] (x: &[f32], w: &[f32], out: &mut [f32], k: usize, n: usize) {
         matmul_rows(x, w, out, k, n)
@@ -232,7 +232,7 @@ leveled! {
 }
 
 leveled! {
-    /// dw[kk][j] += sum_b x[b][kk] * dy[b][j], b ascending (gradient w.r.t. weights).
+    /// `dw[kk][j] += sum_b x[b][kk] * dy[b][j]`, b ascending (gradient w.r.t. weights).
     pub fn outer_acc [] [] (x: &[f32], dy: &[f32], dw: &mut [f32], k: usize, n: usize) {
         for kk in 0..k {
             let dwr = &mut dw[kk * n..kk * n + n];
