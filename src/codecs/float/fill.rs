@@ -32,7 +32,7 @@ crate::simd::avx512! {
 /// marked lanes take their range's rank (among the symbols with slots), a running maximum
 /// carries it to the lanes after them, and the rank selects the range's entry less its
 /// first slot (shifted), to which the slot (shifted) is added.
-unsafe fn m_row_avx512(row: &mut [u32], freqs: &[u32]) {
+fn m_row_avx512(row: &mut [u32], freqs: &[u32]) {
     use std::arch::x86_64::*;
     let (mut base, mut marks) = ([0u32; 16], [0u16; 16]);
     let (mut ranks, mut start) = (0usize, 0u32);
@@ -44,7 +44,8 @@ unsafe fn m_row_avx512(row: &mut [u32], freqs: &[u32]) {
         }
         start += f;
     }
-    let base = _mm512_loadu_si512(base.as_ptr().cast());
+    // SAFETY: `base` holds the 16 entries the load reads.
+    let base = unsafe { _mm512_loadu_si512(base.as_ptr().cast()) };
     let iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     // Rank of the next range to begin.
     let mut next = 0i32;
@@ -63,7 +64,9 @@ unsafe fn m_row_avx512(row: &mut [u32], freqs: &[u32]) {
             _mm512_permutexvar_epi32(rank, base),
             _mm512_slli_epi32::<13>(slot),
         );
-        _mm512_storeu_si512(row.as_mut_ptr().add(16 * c).cast(), entry);
+        let at = &mut row[16 * c..16 * c + 16];
+        // SAFETY: `at` holds the 16 entries the store writes.
+        unsafe { _mm512_storeu_si512(at.as_mut_ptr().cast(), entry) };
     }
 }
 }

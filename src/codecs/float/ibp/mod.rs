@@ -271,14 +271,14 @@ fn unpack_portable<T: Word>(
 }
 
 crate::simd::avx2! {
-unsafe fn pack_bmi2(words: &[u64], bits: u32, mask: u64, value: u64, out: &mut Vec<u8>) {
+fn pack_bmi2(words: &[u64], bits: u32, mask: u64, value: u64, out: &mut Vec<u8>) {
     use std::arch::x86_64::_pext_u64;
     pack_body!(words, bits, mask, value, out, |x, m| _pext_u64(x, m))
 }
 }
 
 crate::simd::avx2! {
-unsafe fn unpack_bmi2<T: Word>(
+fn unpack_bmi2<T: Word>(
     r: &mut BitReader,
     part: &[u8],
     bits: u32,
@@ -643,7 +643,7 @@ impl Unpacker<'_> {
 
 crate::simd::avx2! {
 /// `base | pdep(word, keep)` for every word.
-unsafe fn deposit_bmi2<T: Word>(out: &mut [T], keep: u64, base: u64) {
+fn deposit_bmi2<T: Word>(out: &mut [T], keep: u64, base: u64) {
     use std::arch::x86_64::_pdep_u64;
     for o in out.iter_mut() {
         *o = T::from_u64(base | _pdep_u64(o.to_u64(), keep));
@@ -707,7 +707,7 @@ crate::simd::avx512_vbmi! {
 /// within its first byte; a byte permutation then moves the bytes of the even lanes, and
 /// another those of the odd lanes, to their places (a byte holds bits of at most two words,
 /// which are neighbours). Returns how many words it packed (0 for other widths).
-unsafe fn pack_plain_vbmi(words: &[u64], bits: u32, out: &mut Vec<u8>) -> usize {
+fn pack_plain_vbmi(words: &[u64], bits: u32, out: &mut Vec<u8>) -> usize {
     use std::arch::x86_64::*;
     let b = bits as usize;
     let w = if b + 7 <= 32 { 4 } else { 8 };
@@ -731,18 +731,27 @@ unsafe fn pack_plain_vbmi(words: &[u64], bits: u32, out: &mut Vec<u8>) -> usize 
             }
         }
     }
-    let shift = _mm512_loadu_si512(shift.as_ptr().cast());
-    let even = _mm512_loadu_si512(even.as_ptr().cast());
-    let odd = _mm512_loadu_si512(odd.as_ptr().cast());
+    // SAFETY: each array holds the 64 bytes its load reads.
+    let (shift, even, odd) = unsafe {
+        (
+            _mm512_loadu_si512(shift.as_ptr().cast()),
+            _mm512_loadu_si512(even.as_ptr().cast()),
+            _mm512_loadu_si512(odd.as_ptr().cast()),
+        )
+    };
     let mask = _mm512_set1_epi64(width_mask(bits) as i64);
     // Each step stores 64 bytes, of which the next step overwrites all but `step`.
     out.reserve(steps * step + 64);
-    let dst = out.as_mut_ptr().add(out.len());
+    let dst = out.spare_capacity_mut().as_mut_ptr();
     for s in 0..steps {
-        let src = words.as_ptr().add(s * lanes);
-        let lo = _mm512_and_si512(_mm512_loadu_si512(src.cast()), mask);
+        let src = &words[s * lanes..s * lanes + lanes];
+        // SAFETY: `src` holds `lanes` words, 8 or 16: the 64 bytes this load reads, and with
+        // 16 (4-byte lanes) the 64 the next one reads.
+        let lo = _mm512_and_si512(unsafe { _mm512_loadu_si512(src.as_ptr().cast()) }, mask);
         let placed = if w == 4 {
-            let hi = _mm512_and_si512(_mm512_loadu_si512(src.add(8).cast()), mask);
+            // SAFETY: as above.
+            let hi = unsafe { _mm512_loadu_si512(src[8..].as_ptr().cast()) };
+            let hi = _mm512_and_si512(hi, mask);
             let x = _mm512_inserti64x4::<1>(
                 _mm512_castsi256_si512(_mm512_cvtepi64_epi32(lo)),
                 _mm512_cvtepi64_epi32(hi),
@@ -755,10 +764,12 @@ unsafe fn pack_plain_vbmi(words: &[u64], bits: u32, out: &mut Vec<u8>) -> usize 
             _mm512_maskz_permutexvar_epi8(from_even, even, placed),
             _mm512_maskz_permutexvar_epi8(from_odd, odd, placed),
         );
-        _mm512_storeu_si512(dst.add(s * step).cast(), v);
+        // SAFETY: `out` was given room for `steps * step + 64` bytes past its length, and
+        // this store writes 64 from `s * step`.
+        unsafe { _mm512_storeu_si512(dst.add(s * step).cast(), v) };
     }
     // SAFETY: the first `steps * step` bytes after the old length were all written.
-    out.set_len(out.len() + steps * step);
+    unsafe { out.set_len(out.len() + steps * step) };
     steps * lanes
 }
 }
@@ -769,7 +780,7 @@ crate::simd::avx512_vbmi! {
 /// 64-byte load, a byte permutation putting each word's first `w` bytes in its lane, a shift
 /// per lane. Returns how many words it wrote (a multiple of 64 / w, while 64 bytes remain; 0
 /// if `bits` is wider than that).
-unsafe fn unpack_plain_vbmi<T: Word>(rest: &[u8], bits: u32, out: &mut [T]) -> usize {
+fn unpack_plain_vbmi<T: Word>(rest: &[u8], bits: u32, out: &mut [T]) -> usize {
     use std::arch::x86_64::*;
     let (b, w) = (bits as usize, std::mem::size_of::<T>());
     if !matches!(w, 4 | 8) || b + 7 > 8 * w {
@@ -785,21 +796,27 @@ unsafe fn unpack_plain_vbmi<T: Word>(rest: &[u8], bits: u32, out: &mut [T]) -> u
         shift[w * j] = (j * b % 8) as u8;
         mask[w * j..w * (j + 1)].copy_from_slice(&width_mask(bits).to_le_bytes()[..w]);
     }
-    let index = _mm512_loadu_si512(index.as_ptr().cast());
-    let shift = _mm512_loadu_si512(shift.as_ptr().cast());
-    let mask = _mm512_loadu_si512(mask.as_ptr().cast());
+    // SAFETY: each array holds the 64 bytes its load reads.
+    let (index, shift, mask) = unsafe {
+        (
+            _mm512_loadu_si512(index.as_ptr().cast()),
+            _mm512_loadu_si512(shift.as_ptr().cast()),
+            _mm512_loadu_si512(mask.as_ptr().cast()),
+        )
+    };
     let mut i = 0;
     while i + lanes <= out.len() && i * b / 8 + 64 <= rest.len() {
-        let v = _mm512_loadu_si512(rest.as_ptr().add(i * b / 8).cast());
+        let from = &rest[i * b / 8..i * b / 8 + 64];
+        // SAFETY: `from` holds the 64 bytes the load reads.
+        let v = unsafe { _mm512_loadu_si512(from.as_ptr().cast()) };
         let moved = _mm512_permutexvar_epi8(index, v);
         let words = match w {
             8 => _mm512_srlv_epi64(moved, shift),
             _ => _mm512_srlv_epi32(moved, shift),
         };
-        _mm512_storeu_si512(
-            out.as_mut_ptr().add(i).cast(),
-            _mm512_and_si512(words, mask),
-        );
+        let to = &mut out[i..i + lanes];
+        // SAFETY: `to` holds `lanes` words, the 64 bytes the store writes.
+        unsafe { _mm512_storeu_si512(to.as_mut_ptr().cast(), _mm512_and_si512(words, mask)) };
         i += lanes;
     }
     i

@@ -126,9 +126,7 @@ fn groups_where_every_word_participates() {
     ] {
         let mut x = bits as u64;
         let w: Vec<u64> = (0..GROUP + 100)
-            .map(|_| {
-                (xorshift(&mut x) & width_mask(bits) & !inv) | (0x5a5a_5a5a_5a5a_5a5a & inv)
-            })
+            .map(|_| (xorshift(&mut x) & width_mask(bits) & !inv) | (0x5a5a_5a5a_5a5a_5a5a & inv))
             .collect();
         for bmi2 in [false, use_bmi2()] {
             let mut packed = Vec::new();

@@ -38,7 +38,7 @@ const COMPRESS: [[u32; 8]; 256] = lane_permutations(false);
 
 crate::simd::avx2! {
 /// `groups_avx512` with AVX2: groups of `8 R` lanes in `R` registers of 8 lanes.
-pub(super) unsafe fn groups<const R: usize>(
+pub(super) fn groups<const R: usize>(
     x: &mut States,
     w: &mut Words,
     model: &Model,
@@ -50,8 +50,9 @@ pub(super) unsafe fn groups<const R: usize>(
     let group_bytes = 3 * 2 * lanes;
     let data = w.words;
     let mut pos = w.pos;
+    // SAFETY: 8 R <= 64 states, so `x[8 r..]` holds the 8 each load reads.
     let mut xs: [__m256i; R] =
-        std::array::from_fn(|r| _mm256_loadu_si256(x[8 * r..].as_ptr().cast()));
+        std::array::from_fn(|r| unsafe { _mm256_loadu_si256(x[8 * r..].as_ptr().cast()) });
     let zero = _mm256_setzero_si256();
     let all = _mm256_set1_epi32(-1);
     let m12 = _mm256_set1_epi32(0xfff);
@@ -71,9 +72,12 @@ pub(super) unsafe fn groups<const R: usize>(
                 _mm256_cmpeq_epi32(_mm256_srli_epi32::<16>($xs), zero),
             );
             let mask = _mm256_movemask_ps(_mm256_castsi256_ps(need)) as usize;
-            // In bounds: a group starts only with group_bytes left, at most 16 bytes a step.
-            let next = _mm256_cvtepu16_epi32(_mm_loadu_si128(data.as_ptr().add(pos).cast()));
-            let order = _mm256_loadu_si256(EXPAND[mask].as_ptr().cast());
+            // SAFETY: a group starts only with `group_bytes` left past `pos`, and a group's
+            // steps take at most 16 bytes each, which this load reads.
+            let next = unsafe { _mm_loadu_si128(data.as_ptr().add(pos).cast()) };
+            let next = _mm256_cvtepu16_epi32(next);
+            // SAFETY: a row of `EXPAND` holds the 8 entries the load reads.
+            let order = unsafe { _mm256_loadu_si256(EXPAND[mask].as_ptr().cast()) };
             let fill = _mm256_permutevar8x32_epi32(next, order);
             let refilled = _mm256_or_si256(_mm256_slli_epi32::<16>($xs), fill);
             $xs = _mm256_blendv_epi8($xs, refilled, need);
@@ -94,15 +98,18 @@ pub(super) unsafe fn groups<const R: usize>(
         let mut zeros = [zero; R];
         for r in 0..R {
             let slot = _mm256_and_si256(xs[r], m12);
-            // The exponent byte of each slot (E_STRIDE leaves room for a 4-byte read at the last).
-            e[r] = _mm256_and_si256(_mm256_i32gather_epi32::<1>(e_dec, slot), m8);
+            // The exponent byte of each slot.
+            // SAFETY: slots are 12-bit, and the context's `E_STRIDE` bytes leave room for a
+            // 4-byte read at the last.
+            e[r] = _mm256_and_si256(unsafe { _mm256_i32gather_epi32::<1>(e_dec, slot) }, m8);
             // slot >= escape start (both below 2^13), and >= zero start short of that.
             esc[r] = _mm256_andnot_si256(_mm256_cmpgt_epi32(esc_start, slot), all);
             let past_zero = _mm256_andnot_si256(_mm256_cmpgt_epi32(zero_start, slot), all);
             zeros[r] = _mm256_andnot_si256(esc[r], past_zero);
             let sym = _mm256_blendv_epi8(e[r], zero_sym, zeros[r]);
             let sym = _mm256_blendv_epi8(sym, escape_sym, esc[r]);
-            let d = _mm256_i32gather_epi32::<4>(e_enc, sym);
+            // SAFETY: exponents, `ZERO` and `ESCAPE_SYM` are under the row's `E_SYMS` entries.
+            let d = unsafe { _mm256_i32gather_epi32::<4>(e_enc, sym) };
             xs[r] = _mm256_add_epi32(
                 _mm256_mullo_epi32(
                     _mm256_srli_epi32::<16>(d),
@@ -141,13 +148,14 @@ pub(super) unsafe fn groups<const R: usize>(
         let half = _mm_add_epi32(half, _mm_shuffle_epi32::<0b10_11_00_01>(half));
         ctx.follow(_mm_cvtsi128_si32(half) as u32, count);
         // `M` symbols, from the table of each lane's exponent; none for +0.0.
-        let out = em.as_mut_ptr().add(done);
+        let out = em[done..done + lanes].as_mut_ptr();
         for r in 0..R {
             let idx = _mm256_or_si256(
                 _mm256_slli_epi32::<{ M_BITS as i32 }>(e[r]),
                 _mm256_and_si256(xs[r], m8),
             );
-            let md = _mm256_i32gather_epi32::<4>(m_dec, idx);
+            // SAFETY: `E << 8 | slot` indexes the 256 rows of 256 entries of `m_dec`.
+            let md = unsafe { _mm256_i32gather_epi32::<4>(m_dec, idx) };
             let freq = _mm256_and_si256(_mm256_srli_epi32::<4>(md), m9);
             let next = _mm256_add_epi32(
                 _mm256_mullo_epi32(freq, _mm256_srli_epi32::<{ M_BITS as i32 }>(xs[r])),
@@ -158,7 +166,8 @@ pub(super) unsafe fn groups<const R: usize>(
             let v = _mm256_blendv_epi8(v, zero_em, zeros[r]);
             // Values are below 2^13: pack to 16 bits, both halves' results side by side.
             let packed = _mm256_permute4x64_epi64::<0b1000>(_mm256_packus_epi32(v, v));
-            _mm_storeu_si128(out.add(8 * r).cast(), _mm256_castsi256_si128(packed));
+            // SAFETY: `out` points at the group's `8 R` values, of which these are 8.
+            unsafe { _mm_storeu_si128(out.add(8 * r).cast(), _mm256_castsi256_si128(packed)) };
         }
         for r in 0..R {
             renorm!(xs[r], _mm256_andnot_si256(zeros[r], all));
@@ -166,7 +175,8 @@ pub(super) unsafe fn groups<const R: usize>(
         done += lanes;
     }
     for (r, xs) in xs.iter().enumerate() {
-        _mm256_storeu_si256(x[8 * r..].as_mut_ptr().cast(), *xs);
+        // SAFETY: as for the loads at the start.
+        unsafe { _mm256_storeu_si256(x[8 * r..].as_mut_ptr().cast(), *xs) };
     }
     w.pos = pos;
     done
@@ -176,7 +186,7 @@ pub(super) unsafe fn groups<const R: usize>(
 crate::simd::avx2! {
 /// Exact 32-bit quotients `y / f` (f >= 1) through f64, as `super::encode_group_scalar` needs.
 #[inline]
-unsafe fn quotient(y: __m256i, f: __m256i) -> __m256i {
+fn quotient(y: __m256i, f: __m256i) -> __m256i {
     // u32 -> f64 exactly: the value in the low mantissa bits of 2^52, minus 2^52.
     let magic = _mm256_set1_epi64x(0x4330_0000_0000_0000);
     let two52 = _mm256_castsi256_pd(magic);
@@ -209,7 +219,7 @@ unsafe fn quotient(y: __m256i, f: __m256i) -> __m256i {
 
 crate::simd::avx2! {
 /// `super::encode_group_scalar` for a whole group of `8 R` lanes in `R` registers of 8.
-pub(super) unsafe fn encode_group<const R: usize>(
+pub(super) fn encode_group<const R: usize>(
     x: &mut States,
     s: &Symbols,
     g0: u32,
@@ -218,8 +228,9 @@ pub(super) unsafe fn encode_group<const R: usize>(
     n: &mut usize,
 ) {
     let g0 = g0 as usize;
+    // SAFETY: 8 R <= 64 states, so `x[8 r..]` holds the 8 each load reads.
     let mut xs: [__m256i; R] =
-        std::array::from_fn(|r| _mm256_loadu_si256(x[8 * r..].as_ptr().cast()));
+        std::array::from_fn(|r| unsafe { _mm256_loadu_si256(x[8 * r..].as_ptr().cast()) });
     let reverse = _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0);
     let low16 = _mm256_set1_epi32(0xffff);
     let zero = _mm256_setzero_si256();
@@ -231,10 +242,14 @@ pub(super) unsafe fn encode_group<const R: usize>(
         ($xs:expr, $spill:expr) => {{
             let mask = _mm256_movemask_ps(_mm256_castsi256_ps($spill)) as u8;
             let rev = _mm256_permutevar8x32_epi32(_mm256_and_si256($xs, low16), reverse);
-            let order = _mm256_loadu_si256(COMPRESS[mask.reverse_bits() as usize].as_ptr().cast());
+            let order = &COMPRESS[mask.reverse_bits() as usize];
+            // SAFETY: a row of `COMPRESS` holds the 8 entries the load reads.
+            let order = unsafe { _mm256_loadu_si256(order.as_ptr().cast()) };
             let packed = _mm256_permutevar8x32_epi32(rev, order);
             let words16 = _mm256_permute4x64_epi64::<0b1000>(_mm256_packus_epi32(packed, packed));
-            _mm_storeu_si128(out.add(*n).cast(), _mm256_castsi256_si128(words16));
+            // SAFETY: `words` keeps 2 WAYS entries spare past any symbol's word, more than
+            // the 8 this store writes.
+            unsafe { _mm_storeu_si128(out.add(*n).cast(), _mm256_castsi256_si128(words16)) };
             *n += mask.count_ones() as usize;
         }};
     }
@@ -243,7 +258,9 @@ pub(super) unsafe fn encode_group<const R: usize>(
     macro_rules! phase {
         ($syms:expr, $bits:expr, $top:expr) => {{
             for r in (0..R).rev() {
-                let sym = _mm256_loadu_si256($syms[g0 + 8 * r..g0 + 8 * r + 8].as_ptr().cast());
+                let at = &$syms[g0 + 8 * r..g0 + 8 * r + 8];
+                // SAFETY: `at` holds the 8 symbols the load reads.
+                let sym = unsafe { _mm256_loadu_si256(at.as_ptr().cast()) };
                 let freq = _mm256_srli_epi32::<16>(sym);
                 let active = _mm256_andnot_si256(_mm256_cmpeq_epi32(freq, zero), all);
                 // Both sides below 2^13: a signed comparison is exact.
@@ -273,8 +290,13 @@ pub(super) unsafe fn encode_group<const R: usize>(
             es[l] = e as u32;
         }
         for r in (0..R).rev() {
-            let m = _mm256_loadu_si256(esc[8 * r..].as_ptr().cast());
-            let e = _mm256_loadu_si256(es[8 * r..].as_ptr().cast());
+            // SAFETY: `esc` and `es` hold 64 entries, 8 past `8 r`.
+            let (m, e) = unsafe {
+                (
+                    _mm256_loadu_si256(esc[8 * r..].as_ptr().cast()),
+                    _mm256_loadu_si256(es[8 * r..].as_ptr().cast()),
+                )
+            };
             let top = _mm256_srli_epi32::<{ 32 - RAW_BITS as i32 }>(xs[r]);
             let spill = _mm256_andnot_si256(_mm256_cmpeq_epi32(top, zero), m);
             emit!(xs[r], spill);
@@ -285,14 +307,15 @@ pub(super) unsafe fn encode_group<const R: usize>(
     }
     phase!(s.e, { E_BITS as i32 }, { 32 - E_BITS as i32 });
     for (r, xs) in xs.iter().enumerate() {
-        _mm256_storeu_si256(x[8 * r..].as_mut_ptr().cast(), *xs);
+        // SAFETY: as for the loads at the start.
+        unsafe { _mm256_storeu_si256(x[8 * r..].as_mut_ptr().cast(), *xs) };
     }
 }
 }
 
 crate::simd::avx2! {
 /// `avx512::adaptive` with AVX2: the 16 states in two registers of 8.
-pub(super) unsafe fn adaptive(
+pub(super) fn adaptive(
     bits: u32,
     x: &mut [u32; 16],
     w: &mut Words,
@@ -304,8 +327,9 @@ pub(super) unsafe fn adaptive(
     let data = w.words;
     let mut pos = w.pos;
     let shift = _mm_cvtsi32_si128(bits as i32);
+    // SAFETY: `x` holds 16 states, 8 past `8 r`.
     let mut xs: [__m256i; 2] =
-        std::array::from_fn(|r| _mm256_loadu_si256(x[8 * r..].as_ptr().cast()));
+        std::array::from_fn(|r| unsafe { _mm256_loadu_si256(x[8 * r..].as_ptr().cast()) });
     let zero = _mm256_setzero_si256();
     let low16 = _mm256_set1_epi32(0xffff);
     let mask = _mm256_set1_epi32((1 << bits) - 1);
@@ -317,8 +341,10 @@ pub(super) unsafe fn adaptive(
         let mut s = [zero; 2];
         for r in 0..2 {
             slot[r] = _mm256_and_si256(xs[r], mask);
-            // In bounds: the slot table has an entry of padding for the last slot's read.
-            s[r] = _mm256_and_si256(_mm256_i32gather_epi32::<2>(slots_at, slot[r]), low16);
+            // SAFETY: slots are under 2^bits, and the slot table has an entry of padding for
+            // the last slot's 4-byte read.
+            let gathered = unsafe { _mm256_i32gather_epi32::<2>(slots_at, slot[r]) };
+            s[r] = _mm256_and_si256(gathered, low16);
         }
         let hit = _mm256_or_si256(
             _mm256_cmpeq_epi32(s[0], escape),
@@ -328,15 +354,20 @@ pub(super) unsafe fn adaptive(
             break;
         }
         for r in 0..2 {
-            let d = _mm256_i32gather_epi32::<4>(enc_at, s[r]);
+            // SAFETY: every symbol the slot table holds indexes `enc`.
+            let d = unsafe { _mm256_i32gather_epi32::<4>(enc_at, s[r]) };
             let y = _mm256_add_epi32(
                 _mm256_mullo_epi32(_mm256_srli_epi32::<16>(d), _mm256_srl_epi32(xs[r], shift)),
                 _mm256_sub_epi32(slot[r], _mm256_and_si256(d, low16)),
             );
             let need = _mm256_cmpeq_epi32(_mm256_srli_epi32::<16>(y), zero);
             let m = _mm256_movemask_ps(_mm256_castsi256_ps(need)) as usize;
-            let next = _mm256_cvtepu16_epi32(_mm_loadu_si128(data.as_ptr().add(pos).cast()));
-            let order = _mm256_loadu_si256(EXPAND[m].as_ptr().cast());
+            // SAFETY: the loop runs only with 32 bytes left past `pos`, and the two halves'
+            // refills take at most 16 each.
+            let next = unsafe { _mm_loadu_si128(data.as_ptr().add(pos).cast()) };
+            let next = _mm256_cvtepu16_epi32(next);
+            // SAFETY: a row of `EXPAND` holds the 8 entries the load reads.
+            let order = unsafe { _mm256_loadu_si256(EXPAND[m].as_ptr().cast()) };
             let fill = _mm256_permutevar8x32_epi32(next, order);
             let refilled = _mm256_or_si256(_mm256_slli_epi32::<16>(y), fill);
             xs[r] = _mm256_blendv_epi8(y, refilled, need);
@@ -345,11 +376,14 @@ pub(super) unsafe fn adaptive(
         // Symbols are below 2^16, so the saturating pack keeps them whole.
         let packed = _mm256_packus_epi32(s[0], s[1]);
         let ordered = _mm256_permute4x64_epi64::<0b11_01_10_00>(packed);
-        _mm256_storeu_si256(out.as_mut_ptr().add(done).cast(), ordered);
+        let at = &mut out[done..done + 16];
+        // SAFETY: `at` holds the 16 symbols the store writes.
+        unsafe { _mm256_storeu_si256(at.as_mut_ptr().cast(), ordered) };
         done += 16;
     }
     for (r, xs) in xs.iter().enumerate() {
-        _mm256_storeu_si256(x[8 * r..].as_mut_ptr().cast(), *xs);
+        // SAFETY: as for the loads at the start.
+        unsafe { _mm256_storeu_si256(x[8 * r..].as_mut_ptr().cast(), *xs) };
     }
     w.pos = pos;
     done

@@ -13,7 +13,7 @@ crate::simd::avx512! {
 /// dependency chains overlap) while the stream has room for a group's worst case (3 words
 /// per lane) past the current position; returns the number of values decoded. Each group's
 /// exponent context comes from `ctx` and is recorded in `groups`.
-pub(super) unsafe fn groups<const R: usize>(
+pub(super) fn groups<const R: usize>(
     x: &mut States,
     w: &mut Words,
     model: &Model,
@@ -25,8 +25,9 @@ pub(super) unsafe fn groups<const R: usize>(
     let group_bytes = 3 * 2 * lanes;
     let data = w.words;
     let mut pos = w.pos;
+    // SAFETY: 16 R <= 64 states, so `x[16 r..]` holds the 16 each load reads.
     let mut xs: [__m512i; R] =
-        std::array::from_fn(|r| _mm512_loadu_si512(x[16 * r..].as_ptr().cast()));
+        std::array::from_fn(|r| unsafe { _mm512_loadu_si512(x[16 * r..].as_ptr().cast()) });
     let low = _mm512_set1_epi32(1 << 16);
     let m12 = _mm512_set1_epi32(0xfff);
     let low16 = _mm512_set1_epi32(0xffff);
@@ -43,8 +44,9 @@ pub(super) unsafe fn groups<const R: usize>(
     macro_rules! renorm {
         ($xs:expr, $active:expr) => {{
             let need = _mm512_mask_cmplt_epu32_mask($active, $xs, low);
-            // In bounds: a group starts only with group_bytes left, at most 32 bytes a step.
-            let next = _mm256_loadu_si256(data.as_ptr().add(pos).cast());
+            // SAFETY: a group starts only with `group_bytes` left past `pos`, and a group's
+            // steps take at most 32 bytes each, which this load reads.
+            let next = unsafe { _mm256_loadu_si256(data.as_ptr().add(pos).cast()) };
             let fill = _mm512_maskz_expand_epi32(need, _mm512_cvtepu16_epi32(next));
             $xs = _mm512_mask_or_epi32($xs, need, _mm512_slli_epi32::<16>($xs), fill);
             pos += 2 * need.count_ones() as usize;
@@ -67,7 +69,8 @@ pub(super) unsafe fn groups<const R: usize>(
         let (lowest, all) = model.e_window();
         let (lowest, span) = (lowest + all.saturating_sub(128), all.min(128));
         let window: [__m512i; 8] = std::array::from_fn(|t| match 16 * t < span {
-            true => _mm512_loadu_si512(row[lowest + 16 * t..].as_ptr().cast()),
+            // SAFETY: the window ends at entry 256 at most, and a row has `E_SYMS` = 320.
+            true => unsafe { _mm512_loadu_si512(row[lowest + 16 * t..].as_ptr().cast()) },
             false => _mm512_setzero_si512(),
         });
         let lowest = _mm512_set1_epi32(lowest as i32);
@@ -79,8 +82,10 @@ pub(super) unsafe fn groups<const R: usize>(
         let mut zero = [0u16; R];
         for r in 0..R {
             let slot = _mm512_and_si512(xs[r], m12);
-            // The exponent byte of each slot (E_STRIDE leaves room for a 4-byte read at the last).
-            e[r] = _mm512_and_si512(_mm512_i32gather_epi32::<1>(slot, e_dec), m8);
+            // The exponent byte of each slot.
+            // SAFETY: slots are 12-bit, and the context's `E_STRIDE` bytes leave room for a
+            // 4-byte read at the last.
+            e[r] = _mm512_and_si512(unsafe { _mm512_i32gather_epi32::<1>(slot, e_dec) }, m8);
             esc[r] = _mm512_cmpge_epu32_mask(slot, esc_start);
             zero[r] = _mm512_cmpge_epu32_mask(slot, zero_start) & !esc[r];
             let at = _mm512_sub_epi32(e[r], lowest);
@@ -105,7 +110,8 @@ pub(super) unsafe fn groups<const R: usize>(
                 };
                 match below {
                     0 => d,
-                    _ => _mm512_mask_i32gather_epi32::<4>(d, below, e[r], e_enc),
+                    // SAFETY: exponents are bytes, under the row's `E_SYMS` entries.
+                    _ => unsafe { _mm512_mask_i32gather_epi32::<4>(d, below, e[r], e_enc) },
                 }
             };
             let d = _mm512_mask_mov_epi32(d, zero[r], zero_entry);
@@ -141,13 +147,14 @@ pub(super) unsafe fn groups<const R: usize>(
         }
         ctx.follow(_mm512_reduce_add_epi32(sum) as u32, count);
         // `M` symbols, from the table of each lane's exponent; none for +0.0.
-        let out = em.as_mut_ptr().add(done);
+        let out = em[done..done + lanes].as_mut_ptr();
         for r in 0..R {
             let idx = _mm512_or_si512(
                 _mm512_slli_epi32::<M_BITS>(e[r]),
                 _mm512_and_si512(xs[r], m8),
             );
-            let md = _mm512_i32gather_epi32::<4>(idx, m_dec);
+            // SAFETY: `E << 8 | slot` indexes the 256 rows of 256 entries of `m_dec`.
+            let md = unsafe { _mm512_i32gather_epi32::<4>(idx, m_dec) };
             let freq = _mm512_and_si512(_mm512_srli_epi32::<4>(md), m9);
             let next = _mm512_add_epi32(
                 _mm512_mullo_epi32(freq, _mm512_srli_epi32::<M_BITS>(xs[r])),
@@ -156,7 +163,8 @@ pub(super) unsafe fn groups<const R: usize>(
             xs[r] = _mm512_mask_mov_epi32(xs[r], !zero[r], next);
             let v = _mm512_or_si512(_mm512_slli_epi32::<4>(e[r]), _mm512_and_si512(md, m4));
             let v = _mm512_mask_mov_epi32(v, zero[r], zero_em);
-            _mm256_storeu_si256(out.add(16 * r).cast(), _mm512_cvtepi32_epi16(v));
+            // SAFETY: `out` points at the group's `16 R` values, of which these are 16.
+            unsafe { _mm256_storeu_si256(out.add(16 * r).cast(), _mm512_cvtepi32_epi16(v)) };
         }
         for r in 0..R {
             renorm!(xs[r], !zero[r]);
@@ -164,7 +172,8 @@ pub(super) unsafe fn groups<const R: usize>(
         done += lanes;
     }
     for (r, xs) in xs.iter().enumerate() {
-        _mm512_storeu_si512(x[16 * r..].as_mut_ptr().cast(), *xs);
+        // SAFETY: as for the loads at the start.
+        unsafe { _mm512_storeu_si512(x[16 * r..].as_mut_ptr().cast(), *xs) };
     }
     w.pos = pos;
     done
@@ -174,7 +183,7 @@ pub(super) unsafe fn groups<const R: usize>(
 crate::simd::avx512! {
 /// `encode_group_scalar` for a whole group of `16 R` lanes held in `R` registers; the
 /// quotients come from f64 division, exact for 32-bit states and frequencies up to 2^12.
-pub(super) unsafe fn encode_group<const R: usize>(
+pub(super) fn encode_group<const R: usize>(
     x: &mut States,
     s: &Symbols,
     g0: u32,
@@ -183,8 +192,9 @@ pub(super) unsafe fn encode_group<const R: usize>(
     n: &mut usize,
 ) -> bool {
     let g0 = g0 as usize;
+    // SAFETY: 16 R <= 64 states, so `x[16 r..]` holds the 16 each load reads.
     let mut xs: [__m512i; R] =
-        std::array::from_fn(|r| _mm512_loadu_si512(x[16 * r..].as_ptr().cast()));
+        std::array::from_fn(|r| unsafe { _mm512_loadu_si512(x[16 * r..].as_ptr().cast()) });
     let reverse = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     let low16 = _mm512_set1_epi32(0xffff);
     let out = words.as_mut_ptr();
@@ -194,7 +204,9 @@ pub(super) unsafe fn encode_group<const R: usize>(
             let spill: u16 = $spill;
             let rev = _mm512_permutexvar_epi32(reverse, $xs);
             let packed = _mm512_maskz_compress_epi32(spill.reverse_bits(), rev);
-            _mm256_storeu_si256(out.add(*n).cast(), _mm512_cvtepi32_epi16(packed));
+            // SAFETY: `words` keeps 2 WAYS entries spare past any symbol's word, more than
+            // the 16 this store writes.
+            unsafe { _mm256_storeu_si256(out.add(*n).cast(), _mm512_cvtepi32_epi16(packed)) };
             *n += spill.count_ones() as usize;
         }};
     }
@@ -221,7 +233,9 @@ pub(super) unsafe fn encode_group<const R: usize>(
     macro_rules! phase {
         ($syms:expr, $bits:expr, $top:expr) => {{
             for r in (0..R).rev() {
-                let sym = _mm512_loadu_si512($syms[g0 + 16 * r..g0 + 16 * r + 16].as_ptr().cast());
+                let at = &$syms[g0 + 16 * r..g0 + 16 * r + 16];
+                // SAFETY: `at` holds the 16 symbols the load reads.
+                let sym = unsafe { _mm512_loadu_si512(at.as_ptr().cast()) };
                 let freq = _mm512_srli_epi32::<16>(sym);
                 let active = _mm512_test_epi32_mask(freq, freq);
                 let top = _mm512_srli_epi32::<$top>(xs[r]);
@@ -250,7 +264,8 @@ pub(super) unsafe fn encode_group<const R: usize>(
         }
         for r in (0..R).rev() {
             let m = (mask >> (16 * r)) as u16;
-            let e = _mm512_loadu_si512(es[16 * r..].as_ptr().cast());
+            // SAFETY: `es` holds 64 entries, 16 past `16 r`.
+            let e = unsafe { _mm512_loadu_si512(es[16 * r..].as_ptr().cast()) };
             let limit = _mm512_set1_epi32(1 << (32 - RAW_BITS));
             let spill = _mm512_mask_cmpge_epu32_mask(m, xs[r], limit);
             emit!(xs[r], spill);
@@ -260,7 +275,8 @@ pub(super) unsafe fn encode_group<const R: usize>(
     }
     phase!(s.e, E_BITS, { 32 - E_BITS });
     for (r, xs) in xs.iter().enumerate() {
-        _mm512_storeu_si512(x[16 * r..].as_mut_ptr().cast(), *xs);
+        // SAFETY: as for the loads at the start.
+        unsafe { _mm512_storeu_si512(x[16 * r..].as_mut_ptr().cast(), *xs) };
     }
     true
 }
@@ -272,7 +288,7 @@ crate::simd::avx512! {
 /// left or the stream has less than 32 bytes past the position; returns the number decoded.
 /// `slots` maps each slot to its symbol (with one entry of padding), `enc` each symbol to
 /// `start | freq << 16`.
-pub(super) unsafe fn adaptive<const BITS: u32>(
+pub(super) fn adaptive<const BITS: u32>(
     x: &mut [u32; 16],
     w: &mut Words,
     slots: &[u16],
@@ -282,7 +298,8 @@ pub(super) unsafe fn adaptive<const BITS: u32>(
     debug_assert!(slots.len() > 1 << BITS && enc.len() < 1 << 16);
     let data = w.words;
     let mut pos = w.pos;
-    let mut xs = _mm512_loadu_si512(x.as_ptr().cast());
+    // SAFETY: `x` holds the 16 states the load reads.
+    let mut xs = unsafe { _mm512_loadu_si512(x.as_ptr().cast()) };
     let low = _mm512_set1_epi32(1 << 16);
     let low16 = _mm512_set1_epi32(0xffff);
     let mask = _mm512_set1_epi32((1 << BITS) - 1);
@@ -293,36 +310,45 @@ pub(super) unsafe fn adaptive<const BITS: u32>(
     let mut first = [0u32; 32];
     let k = enc.len().min(32);
     first[..k].copy_from_slice(&enc[..k]);
-    let (low_half, high_half) = (
-        _mm512_loadu_si512(first.as_ptr().cast()),
-        _mm512_loadu_si512(first[16..].as_ptr().cast()),
-    );
+    // SAFETY: `first` holds the 32 entries the two loads read.
+    let (low_half, high_half) = unsafe {
+        (
+            _mm512_loadu_si512(first.as_ptr().cast()),
+            _mm512_loadu_si512(first[16..].as_ptr().cast()),
+        )
+    };
     let thirty_two = _mm512_set1_epi32(32);
     let mut done = 0;
     while done + 16 <= out.len() && pos + 32 <= data.len() {
         let slot = _mm512_and_si512(xs, mask);
-        // In bounds: the slot table has an entry of padding for the last slot's 4-byte read.
-        let s = _mm512_and_si512(_mm512_i32gather_epi32::<2>(slot, slots_at), low16);
+        // SAFETY: slots are under 2^BITS, and the slot table has an entry of padding for the
+        // last slot's 4-byte read.
+        let s = _mm512_and_si512(unsafe { _mm512_i32gather_epi32::<2>(slot, slots_at) }, low16);
         if _mm512_cmpeq_epi32_mask(s, escape) != 0 {
             break;
         }
         let d = match _mm512_cmpge_epu32_mask(s, thirty_two) {
             0 => _mm512_permutex2var_epi32(low_half, s, high_half),
-            _ => _mm512_i32gather_epi32::<4>(s, enc_at),
+            // SAFETY: every symbol the slot table holds indexes `enc`.
+            _ => unsafe { _mm512_i32gather_epi32::<4>(s, enc_at) },
         };
         let y = _mm512_add_epi32(
             _mm512_mullo_epi32(_mm512_srli_epi32::<16>(d), _mm512_srli_epi32::<BITS>(xs)),
             _mm512_sub_epi32(slot, _mm512_and_si512(d, low16)),
         );
         let need = _mm512_cmplt_epu32_mask(y, low);
-        let next = _mm256_loadu_si256(data.as_ptr().add(pos).cast());
+        // SAFETY: the loop runs only with 32 bytes left past `pos`.
+        let next = unsafe { _mm256_loadu_si256(data.as_ptr().add(pos).cast()) };
         let fill = _mm512_maskz_expand_epi32(need, _mm512_cvtepu16_epi32(next));
         xs = _mm512_mask_or_epi32(y, need, _mm512_slli_epi32::<16>(y), fill);
         pos += 2 * need.count_ones() as usize;
-        _mm256_storeu_si256(out.as_mut_ptr().add(done).cast(), _mm512_cvtepi32_epi16(s));
+        let at = &mut out[done..done + 16];
+        // SAFETY: `at` holds the 16 symbols the store writes.
+        unsafe { _mm256_storeu_si256(at.as_mut_ptr().cast(), _mm512_cvtepi32_epi16(s)) };
         done += 16;
     }
-    _mm512_storeu_si512(x.as_mut_ptr().cast(), xs);
+    // SAFETY: `x` holds the 16 states the store writes.
+    unsafe { _mm512_storeu_si512(x.as_mut_ptr().cast(), xs) };
     w.pos = pos;
     done
 }
