@@ -37,7 +37,7 @@ const EXPAND: [[u32; 8]; 256] = lane_permutations(true);
 const COMPRESS: [[u32; 8]; 256] = lane_permutations(false);
 
 crate::simd::avx2! {
-/// `groups_avx512` with AVX2: groups of `8 R` lanes in `R` registers of 8 lanes.
+/// `groups_avx512` with AVX2: groups of `8 R` ways in `R` registers of 8 ways.
 pub(super) fn groups<const R: usize>(
     x: &mut States,
     w: &mut Words,
@@ -46,8 +46,8 @@ pub(super) fn groups<const R: usize>(
     ctx: &mut Contexts,
     groups: &mut [u8],
 ) -> usize {
-    let lanes = 8 * R;
-    let group_bytes = 3 * 2 * lanes;
+    let ways = 8 * R;
+    let group_bytes = 3 * 2 * ways;
     let data = w.words;
     let mut pos = w.pos;
     // SAFETY: 8 R <= 64 states, so `x[8 r..]` holds the 8 each load reads.
@@ -85,14 +85,14 @@ pub(super) fn groups<const R: usize>(
         }};
     }
     let mut done = 0;
-    while done + lanes <= em.len() && pos + group_bytes <= data.len() {
+    while done + ways <= em.len() && pos + group_bytes <= data.len() {
         let c = ctx.next as usize;
-        groups[done / lanes] = c as u8;
+        groups[done / ways] = c as u8;
         let esc_start = _mm256_set1_epi32(model.escape_start[c] as i32);
         let zero_start = _mm256_set1_epi32(model.zero_start[c] as i32);
         let e_dec = model.e_dec[c * E_STRIDE..].as_ptr() as *const i32;
         let e_enc = model.e_enc[c].as_ptr() as *const i32;
-        // `E` symbols: exponents, which lanes escaped, which are +0.0 (lane masks).
+        // `E` symbols: exponents, which ways escaped, which are +0.0 (way masks).
         let mut e = [zero; R];
         let mut esc = [zero; R];
         let mut zeros = [zero; R];
@@ -121,7 +121,7 @@ pub(super) fn groups<const R: usize>(
         for x in xs.iter_mut() {
             renorm!(*x, all);
         }
-        // Escaped lanes take their symbol from the next 9 bits (256 and up: +0.0).
+        // Escaped ways take their symbol from the next 9 bits (256 and up: +0.0).
         if esc.iter().any(|&m| _mm256_testz_si256(m, m) == 0) {
             for r in 0..R {
                 let raw = _mm256_and_si256(xs[r], m9);
@@ -147,8 +147,8 @@ pub(super) fn groups<const R: usize>(
         let half = _mm_add_epi32(half, _mm_shuffle_epi32::<0b01_00_11_10>(half));
         let half = _mm_add_epi32(half, _mm_shuffle_epi32::<0b10_11_00_01>(half));
         ctx.follow(_mm_cvtsi128_si32(half) as u32, count);
-        // `M` symbols, from the table of each lane's exponent; none for +0.0.
-        let out = em[done..done + lanes].as_mut_ptr();
+        // `M` symbols, from the table of each way's exponent; none for +0.0.
+        let out = em[done..done + ways].as_mut_ptr();
         for r in 0..R {
             let idx = _mm256_or_si256(
                 _mm256_slli_epi32::<{ M_BITS as i32 }>(e[r]),
@@ -172,7 +172,7 @@ pub(super) fn groups<const R: usize>(
         for r in 0..R {
             renorm!(xs[r], _mm256_andnot_si256(zeros[r], all));
         }
-        done += lanes;
+        done += ways;
     }
     for (r, xs) in xs.iter().enumerate() {
         // SAFETY: as for the loads at the start.
@@ -209,7 +209,7 @@ fn quotient(y: __m256i, f: __m256i) -> __m256i {
         _mm256_extracti128_si256::<1>(y),
         _mm256_extracti128_si256::<1>(f),
     );
-    // The low 32 bits of each 64-bit lane, lo's four then hi's four.
+    // The low 32 bits of each 64-bit way, lo's four then hi's four.
     let pick = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
     let lo = _mm256_permutevar8x32_epi32(lo, pick);
     let hi = _mm256_permutevar8x32_epi32(hi, pick);
@@ -218,7 +218,7 @@ fn quotient(y: __m256i, f: __m256i) -> __m256i {
 }
 
 crate::simd::avx2! {
-/// `super::encode_group_scalar` for a whole group of `8 R` lanes in `R` registers of 8.
+/// `super::encode_group_scalar` for a whole group of `8 R` ways in `R` registers of 8.
 pub(super) fn encode_group<const R: usize>(
     x: &mut States,
     s: &Symbols,
@@ -237,7 +237,7 @@ pub(super) fn encode_group<const R: usize>(
     let all = _mm256_set1_epi32(-1);
     let one = _mm256_set1_epi32(1);
     let out = words.as_mut_ptr();
-    // The low words of the lanes in `spill` (a lane mask), last lane first.
+    // The low words of the ways in `spill` (a way mask), last way first.
     macro_rules! emit {
         ($xs:expr, $spill:expr) => {{
             let mask = _mm256_movemask_ps(_mm256_castsi256_ps($spill)) as u8;
@@ -253,7 +253,7 @@ pub(super) fn encode_group<const R: usize>(
             *n += mask.count_ones() as usize;
         }};
     }
-    // One symbol per lane from `syms` (`start | freq << 16` per lane; 0: no symbol),
+    // One symbol per way from `syms` (`start | freq << 16` per way; 0: no symbol),
     // precision `$bits`; registers last to first.
     macro_rules! phase {
         ($syms:expr, $bits:expr, $top:expr) => {{
@@ -281,7 +281,7 @@ pub(super) fn encode_group<const R: usize>(
     }
     phase!(s.m, { M_BITS as i32 }, { 32 - M_BITS as i32 });
     if !escapes.is_empty() {
-        // Escaped lanes take their `E` symbol as raw bits.
+        // Escaped ways take their `E` symbol as raw bits.
         let mut esc = [0i32; WAYS];
         let mut es = [0u32; WAYS];
         for &(at, e) in escapes {

@@ -1,4 +1,4 @@
-//! AVX-512F kernels: a group of 16, 32 or 64 lanes in 1, 2 or 4 registers, reading and
+//! AVX-512F kernels: a group of 16, 32 or 64 ways in 1, 2 or 4 registers, reading and
 //! writing exactly the words of the scalar reference in `super`.
 
 use super::{States, Symbols};
@@ -9,9 +9,9 @@ use crate::entropy::rans::{Words, WAYS};
 use std::arch::x86_64::*;
 
 crate::simd::avx512! {
-/// Decodes whole groups of `16 R` lanes (register r holds lanes 16 r to 16 r + 15, so `R`
+/// Decodes whole groups of `16 R` ways (register r holds ways 16 r to 16 r + 15, so `R`
 /// dependency chains overlap) while the stream has room for a group's worst case (3 words
-/// per lane) past the current position; returns the number of values decoded. Each group's
+/// per way) past the current position; returns the number of values decoded. Each group's
 /// exponent context comes from `ctx` and is recorded in `groups`.
 pub(super) fn groups<const R: usize>(
     x: &mut States,
@@ -21,8 +21,8 @@ pub(super) fn groups<const R: usize>(
     ctx: &mut Contexts,
     groups: &mut [u8],
 ) -> usize {
-    let lanes = 16 * R;
-    let group_bytes = 3 * 2 * lanes;
+    let ways = 16 * R;
+    let group_bytes = 3 * 2 * ways;
     let data = w.words;
     let mut pos = w.pos;
     // SAFETY: 16 R <= 64 states, so `x[16 r..]` holds the 16 each load reads.
@@ -53,16 +53,16 @@ pub(super) fn groups<const R: usize>(
         }};
     }
     let mut done = 0;
-    while done + lanes <= em.len() && pos + group_bytes <= data.len() {
+    while done + ways <= em.len() && pos + group_bytes <= data.len() {
         let c = ctx.next as usize;
-        groups[done / lanes] = c as u8;
+        groups[done / ways] = c as u8;
         let zero_start = _mm512_set1_epi32(model.zero_start[c] as i32);
         let esc_start = _mm512_set1_epi32(model.escape_start[c] as i32);
         let e_dec = model.e_dec[c * E_STRIDE..].as_ptr() as *const i32;
         let row = &model.e_enc[c];
         let e_enc = row.as_ptr() as *const i32;
         // The slot ranges of the (at most) 128 highest exponents are looked up in registers
-        // (a gather costs far more than a few permutations); with more, the lanes that hold
+        // (a gather costs far more than a few permutations); with more, the ways that hold
         // one below them (rare in weights: under 2^-127 of the largest) gather theirs. Only
         // the registers the window reaches are loaded: it ends at the row's 256th entry at
         // most.
@@ -76,7 +76,7 @@ pub(super) fn groups<const R: usize>(
         let lowest = _mm512_set1_epi32(lowest as i32);
         let zero_entry = _mm512_set1_epi32(row[ZERO] as i32);
         let escape_entry = _mm512_set1_epi32(row[ESCAPE_SYM] as i32);
-        // `E` symbols: exponents, which lanes escaped, which are +0.0.
+        // `E` symbols: exponents, which ways escaped, which are +0.0.
         let mut e = [_mm512_setzero_si512(); R];
         let mut esc = [0u16; R];
         let mut zero = [0u16; R];
@@ -102,7 +102,7 @@ pub(super) fn groups<const R: usize>(
             } else {
                 let (low, high) = (of_64(&window[..4]), of_64(&window[4..]));
                 let d = _mm512_mask_blend_epi32(_mm512_test_epi32_mask(at, sixty_four), low, high);
-                // Exponents below the window wrap to a large `at` (+0.0 and escaped lanes
+                // Exponents below the window wrap to a large `at` (+0.0 and escaped ways
                 // take other entries below).
                 let below = match all > 128 {
                     true => _mm512_cmpge_epu32_mask(at, one_twenty_eight) & !(zero[r] | esc[r]),
@@ -127,7 +127,7 @@ pub(super) fn groups<const R: usize>(
         for x in xs.iter_mut() {
             renorm!(*x, 0xffff);
         }
-        // Escaped lanes take their symbol from the next 9 bits (256 and up: +0.0).
+        // Escaped ways take their symbol from the next 9 bits (256 and up: +0.0).
         if esc.iter().any(|&m| m != 0) {
             for r in 0..R {
                 let raw = _mm512_and_si512(xs[r], m9);
@@ -146,8 +146,8 @@ pub(super) fn groups<const R: usize>(
             count += (!zero[r]).count_ones();
         }
         ctx.follow(_mm512_reduce_add_epi32(sum) as u32, count);
-        // `M` symbols, from the table of each lane's exponent; none for +0.0.
-        let out = em[done..done + lanes].as_mut_ptr();
+        // `M` symbols, from the table of each way's exponent; none for +0.0.
+        let out = em[done..done + ways].as_mut_ptr();
         for r in 0..R {
             let idx = _mm512_or_si512(
                 _mm512_slli_epi32::<M_BITS>(e[r]),
@@ -169,7 +169,7 @@ pub(super) fn groups<const R: usize>(
         for r in 0..R {
             renorm!(xs[r], !zero[r]);
         }
-        done += lanes;
+        done += ways;
     }
     for (r, xs) in xs.iter().enumerate() {
         // SAFETY: as for the loads at the start.
@@ -181,7 +181,7 @@ pub(super) fn groups<const R: usize>(
 }
 
 crate::simd::avx512! {
-/// `encode_group_scalar` for a whole group of `16 R` lanes held in `R` registers; the
+/// `encode_group_scalar` for a whole group of `16 R` ways held in `R` registers; the
 /// quotients come from f64 division, exact for 32-bit states and frequencies up to 2^12.
 pub(super) fn encode_group<const R: usize>(
     x: &mut States,
@@ -198,7 +198,7 @@ pub(super) fn encode_group<const R: usize>(
     let reverse = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     let low16 = _mm512_set1_epi32(0xffff);
     let out = words.as_mut_ptr();
-    // The low words of the lanes in `spill`, last lane first.
+    // The low words of the ways in `spill`, last way first.
     macro_rules! emit {
         ($xs:expr, $spill:expr) => {{
             let spill: u16 = $spill;
@@ -228,7 +228,7 @@ pub(super) fn encode_group<const R: usize>(
             )
         }};
     }
-    // One symbol per lane from `syms` (`start | freq << 16` per lane; 0: no symbol),
+    // One symbol per way from `syms` (`start | freq << 16` per way; 0: no symbol),
     // precision `$bits`; registers last to first.
     macro_rules! phase {
         ($syms:expr, $bits:expr, $top:expr) => {{
@@ -254,7 +254,7 @@ pub(super) fn encode_group<const R: usize>(
     }
     phase!(s.m, M_BITS, { 32 - M_BITS });
     if !escapes.is_empty() {
-        // Escaped lanes take their `E` symbol as raw bits.
+        // Escaped ways take their `E` symbol as raw bits.
         let mut mask = 0u64;
         let mut es = [0u32; WAYS];
         for &(at, e) in escapes {

@@ -1,4 +1,4 @@
-//! The planes codec's rANS stream in groups of lanes: decoding a batch's exponent and
+//! The planes codec's rANS stream in groups of ways: decoding a batch's exponent and
 //! mantissa-top symbols into `E << 3 | M`, and encoding a block's symbols. The scalar code here
 //! is the reference; `avx512` and `avx2` hold vector kernels that read
 //! and write the same words in the same order, so every path agrees bit for bit.
@@ -15,7 +15,7 @@ use crate::entropy::rans::{self, Words, WAYS};
 use crate::simd::Level;
 use std::cell::RefCell;
 
-/// Coder states, one per lane.
+/// Coder states, one per way.
 pub(super) type States = [u32; WAYS];
 
 /// Decodes an `E` symbol from `x` with the table of context `c`: returns the exponent
@@ -76,16 +76,16 @@ fn group_scalar(x: &mut States, w: &mut Words, model: &Model, em: &mut [u16], c:
 
 // The vector kernels, as methods of the SIMD level that runs them.
 impl Level {
-    /// Decodes a batch in groups of `lanes` (16, 32 or 64) values, each with the exponent
+    /// Decodes a batch in groups of `ways` (16, 32 or 64) values, each with the exponent
     /// context `ctx` picks for it, which is recorded in `groups` (one per group).
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn lanes(
+    pub(super) fn decode_batch(
         self,
         x: &mut States,
         w: &mut Words,
         model: &Model,
         em: &mut [u16],
-        lanes: usize,
+        ways: usize,
         ctx: &mut Contexts,
         groups: &mut [u8],
     ) {
@@ -94,7 +94,7 @@ impl Level {
         if self == Level::Avx512 {
             // SAFETY: AVX-512F support was checked when the level was chosen.
             done = unsafe {
-                match lanes {
+                match ways {
                     16 => avx512::groups::<1>(x, w, model, em, ctx, groups),
                     32 => avx512::groups::<2>(x, w, model, em, ctx, groups),
                     64 => avx512::groups::<4>(x, w, model, em, ctx, groups),
@@ -104,7 +104,7 @@ impl Level {
         } else if self == Level::Avx2 {
             // SAFETY: AVX2 support was checked when the level was chosen.
             done = unsafe {
-                match lanes {
+                match ways {
                     16 => avx2::groups::<2>(x, w, model, em, ctx, groups),
                     32 => avx2::groups::<4>(x, w, model, em, ctx, groups),
                     64 => avx2::groups::<8>(x, w, model, em, ctx, groups),
@@ -112,8 +112,8 @@ impl Level {
                 }
             };
         }
-        let first = done / lanes;
-        for (group, c) in em[done..].chunks_mut(lanes).zip(&mut groups[first..]) {
+        let first = done / ways;
+        for (group, c) in em[done..].chunks_mut(ways).zip(&mut groups[first..]) {
             *c = ctx.next as u8;
             group_scalar(x, w, model, group, ctx.next as usize);
             ctx.follow_group(group);
@@ -160,7 +160,7 @@ pub(super) struct Symbols {
     /// Groups as (first value, number of values), in value order.
     pub groups: Vec<(u32, u32)>,
     /// Values in a whole group (16, 32 or 64).
-    pub lanes: usize,
+    pub ways: usize,
     /// Space for the stream's words.
     words: Vec<u16>,
 }
@@ -172,9 +172,9 @@ thread_local! {
 }
 
 impl Symbols {
-    /// Room for the symbols of `n` values in groups of `lanes` (every entry to be overwritten:
+    /// Room for the symbols of `n` values in groups of `ways` (every entry to be overwritten:
     /// a reused buffer keeps its old contents).
-    pub(super) fn new(n: usize, lanes: usize) -> Self {
+    pub(super) fn new(n: usize, ways: usize) -> Self {
         let mut s = SPARE
             .with(|spare| spare.borrow_mut().take())
             .unwrap_or(Symbols {
@@ -182,14 +182,14 @@ impl Symbols {
                 m: Vec::new(),
                 escapes: Vec::new(),
                 groups: Vec::new(),
-                lanes,
+                ways,
                 words: Vec::new(),
             });
         set_len(&mut s.e, n);
         set_len(&mut s.m, n);
         s.escapes.clear();
         s.groups.clear();
-        s.lanes = lanes;
+        s.ways = ways;
         s
     }
 
@@ -221,7 +221,7 @@ fn put<const BITS: u32>(x: &mut u32, start: u32, freq: u32, words: &mut [u16], n
     *x = ((*x / freq) << BITS) + *x % freq + start;
 }
 
-/// Encodes one group in reverse (`M` symbols, escapes, `E` symbols; last lane first).
+/// Encodes one group in reverse (`M` symbols, escapes, `E` symbols; last way first).
 fn encode_group_scalar(
     x: &mut States,
     s: &Symbols,
@@ -269,12 +269,12 @@ impl Level {
             let escapes = &s.escapes[esc_start..esc_end];
             esc_end = esc_start;
             #[cfg(target_arch = "x86_64")]
-            if self == Level::Avx512 && len as usize == s.lanes {
+            if self == Level::Avx512 && len as usize == s.ways {
                 let (x, words, n) = (&mut x, &mut words, &mut n);
                 // SAFETY: AVX-512F support was checked when the level was chosen; `words`
                 // keeps 2 * WAYS spare entries past any symbol's word.
                 let done = unsafe {
-                    match s.lanes {
+                    match s.ways {
                         16 => avx512::encode_group::<1>(x, s, g0, escapes, words, n),
                         32 => avx512::encode_group::<2>(x, s, g0, escapes, words, n),
                         64 => avx512::encode_group::<4>(x, s, g0, escapes, words, n),
@@ -286,12 +286,12 @@ impl Level {
                 }
             }
             #[cfg(target_arch = "x86_64")]
-            if self == Level::Avx2 && len as usize == s.lanes {
+            if self == Level::Avx2 && len as usize == s.ways {
                 let (x, words, n) = (&mut x, &mut words, &mut n);
                 // SAFETY: AVX2 support was checked when the level was chosen; `words` keeps
                 // 2 * WAYS spare entries past any symbol's word.
                 unsafe {
-                    match s.lanes {
+                    match s.ways {
                         16 => avx2::encode_group::<2>(x, s, g0, escapes, words, n),
                         32 => avx2::encode_group::<4>(x, s, g0, escapes, words, n),
                         _ => avx2::encode_group::<8>(x, s, g0, escapes, words, n),
@@ -301,7 +301,7 @@ impl Level {
             }
             encode_group_scalar(&mut x, s, (g0, len), escapes, &mut words, &mut n);
         }
-        rans::write_stream(&words[..n], &x[..s.lanes], out);
+        rans::write_stream(&words[..n], &x[..s.ways], out);
         syms.words = words;
     }
 }

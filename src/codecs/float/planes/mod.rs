@@ -71,7 +71,7 @@ const SAMPLE_FROM: usize = 4 * MAX_BATCH;
 /// more ways decode faster but each costs 4 bytes of final state (which start states that
 /// carry residuals mostly pay back), and a group's exponent context is the mean of a wider
 /// previous group.
-fn lanes_for(n: usize) -> usize {
+fn ways_for(n: usize) -> usize {
     match n {
         WIDE_FROM.. => 64,
         _ => 32,
@@ -107,8 +107,8 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: Level, out: &mut
     let mut model = Model::new(f, false);
     let prior = Prior::from_survey(&sv, model.m_syms);
     model.seed(&prior);
-    let lanes = lanes_for(n);
-    let mut syms = interleaved::Symbols::new(n, lanes);
+    let ways = ways_for(n);
+    let mut syms = interleaved::Symbols::new(n, ways);
     let mut em = vec![0u16; MAX_BATCH];
     let mut group_ctx = [0u8; MAX_BATCH / 16];
     // Residuals not yet packed, `residual[..held]`: fewer than an IBP group (GROUP
@@ -137,7 +137,7 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: Level, out: &mut
         residuals += (end - i - zeros) as u32;
         if end == n {
             // The block's last residuals go to the coder's start states, not to IBP.
-            let v = carry::count(lanes, f.rbits(), em.len() - zeros);
+            let v = carry::count(ways, f.rbits(), em.len() - zeros);
             carried.extend_from_slice(&residual[held - v..held]);
             held -= v;
             residuals -= v as u32;
@@ -154,8 +154,8 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: Level, out: &mut
             .as_flattened()
             .try_into()
             .expect("256 rows of 16");
-        for (gi, g) in (i..end).step_by(lanes).enumerate() {
-            let ge = (g + lanes).min(end);
+        for (gi, g) in (i..end).step_by(ways).enumerate() {
+            let ge = (g + ways).min(end);
             let c = ctx.next as usize;
             group_ctx[gi] = c as u8;
             let row = &model.e_enc[c];
@@ -175,8 +175,8 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: Level, out: &mut
             ctx.follow_group(group);
             syms.groups.push((g as u32, (ge - g) as u32));
         }
-        let groups = (end - i).div_ceil(lanes);
-        let span = model.count_batch(em, &group_ctx[..groups], lanes, i);
+        let groups = (end - i).div_ceil(ways);
+        let span = model.count_batch(em, &group_ctx[..groups], ways, i);
         model.end_batch(span);
         i = end;
         k += 1;
@@ -185,14 +185,14 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: Level, out: &mut
     if held > 0 {
         packer.group(&residual[..held]);
     }
-    out.push(lanes as u8);
+    out.push(ways as u8);
     out.push(u8::from(f.signed));
     out.push(base);
     prior.write(out);
     out.extend_from_slice(&residuals.to_le_bytes());
     let at = out.len();
     out.extend_from_slice(&[0; 4]);
-    let start = carry::states(carried, f.rbits(), lanes);
+    let start = carry::states(carried, f.rbits(), ways);
     kernel.encode(&mut syms, &start, out);
     syms.recycle();
     let len = (out.len() - at - 4) as u32;
@@ -251,10 +251,10 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
     let top_len = 3;
     let top = body
         .get(..top_len)
-        .ok_or_else(|| bad("missing lane and stream lengths"))?;
-    let lanes = top[0] as usize;
-    if lanes != 32 && lanes != 64 {
-        return Err(bad("unknown lane count"));
+        .ok_or_else(|| bad("missing way and stream lengths"))?;
+    let ways = top[0] as usize;
+    if ways != 32 && ways != 64 {
+        return Err(bad("unknown way count"));
     }
     if top[1] > 1 {
         return Err(bad("unknown sign mode"));
@@ -271,7 +271,7 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
     let mut head_len = top_len + prior_len;
     let head = body
         .get(head_len..head_len + 8)
-        .ok_or_else(|| bad("missing lane and stream lengths"))?;
+        .ok_or_else(|| bad("missing way and stream lengths"))?;
     head_len += 8;
     let count = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
     let len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as usize;
@@ -297,8 +297,8 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
     // The last batch's residuals with those the start states carry, and the states the
     // decoder must end on (found in the last batch; with no values, carrying nothing).
     let mut last = Vec::new();
-    let mut x0 = carry::states([], f.rbits(), lanes);
-    let (mut x, mut words) = rans::Decoder::new(stream, lanes)?.split();
+    let mut x0 = carry::states([], f.rbits(), ways);
+    let (mut x, mut words) = rans::Decoder::new(stream, ways)?.split();
     let start = out.len();
     out.reserve(n * W);
     // Written batch by batch below, every byte once; not zeroed first.
@@ -307,23 +307,23 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
     while i < n {
         let end = (i + batch_len(k)).min(n);
         let em = &mut em[..end - i];
-        let groups = &mut group_ctx[..em.len().div_ceil(lanes)];
-        kernel.lanes(&mut x, &mut words, &model, em, lanes, &mut ctx, groups);
-        let span = model.count_batch(em, groups, lanes, i);
+        let groups = &mut group_ctx[..em.len().div_ceil(ways)];
+        kernel.decode_batch(&mut x, &mut words, &model, em, ways, &mut ctx, groups);
+        let span = model.count_batch(em, groups, ways, i);
         let zeros = span.zeros;
         let nonzero = em.len() - zeros;
         // The last batch's last residuals are in the coder's start states, on which the
         // decoder has just ended.
         let carries = end == n;
         let v = match carries {
-            true => carry::count(lanes, f.rbits(), nonzero),
+            true => carry::count(ways, f.rbits(), nonzero),
             false => 0,
         };
         let mut res = residuals.take(nonzero - v)?;
         if carries {
             last.clear();
             last.extend_from_slice(res);
-            carry::take(&x, f.rbits(), lanes, v, &mut last)?;
+            carry::take(&x, f.rbits(), ways, v, &mut last)?;
             x0 = x;
             res = &last;
         }

@@ -9,7 +9,7 @@ use fields::Fields;
 use prior::{Prior, LEVELS, PRIOR_SHIFT};
 use std::ops::Range;
 
-/// Exponent contexts of a block: each group of lanes codes its exponents
+/// Exponent contexts of a block: each group of ways codes its exponents
 /// with the table of the rounded mean exponent of the previous group's non-zero values.
 pub(crate) const CONTEXTS: usize = 8;
 /// The first context holds means up to the block's median exponent less this.
@@ -390,12 +390,12 @@ impl Model {
     }
 
     /// Counts a batch of values given as `E << 4 | M` that begins at value `at`, in groups of
-    /// `lanes` with the contexts `ctx` (every other group only, if sampled and past
+    /// `ways` with the contexts `ctx` (every other group only, if sampled and past
     /// `SAMPLE_FROM`): two partial histograms per context, taking turns, so that a repeated
     /// symbol does not wait on its last count, merged by `end_batch` over the range the batch
     /// used.
-    pub(crate) fn count_batch(&mut self, em: &[u16], ctx: &[u8], lanes: usize, at: usize) -> Span {
-        count_batch(self, em, ctx, lanes, at)
+    pub(crate) fn count_batch(&mut self, em: &[u16], ctx: &[u8], ways: usize, at: usize) -> Span {
+        count_batch(self, em, ctx, ways, at)
     }
 
     #[inline(always)]
@@ -403,7 +403,7 @@ impl Model {
         &mut self,
         em: &[u16],
         ctx: &[u8],
-        lanes: usize,
+        ways: usize,
         at: usize,
     ) -> Span {
         // One pass (16-bit lanes throughout: a batch has at most 4096 values, of which +0.0).
@@ -424,7 +424,7 @@ impl Model {
             true => 2,
             false => 1,
         };
-        for (group, &c) in em.chunks(lanes).zip(ctx).step_by(step) {
+        for (group, &c) in em.chunks(ways).zip(ctx).step_by(step) {
             let c = (c as usize).min(CONTEXTS - 1);
             contexts |= 1 << c;
             let at = c << 13..(c + 1) << 13;
@@ -549,7 +549,7 @@ impl Model {
     }
 }
 
-/// The sum of a row of counts, added in halves (a few vector adds, not one lane at a time).
+/// The sum of a row of counts, added in halves (a few vector adds, not one way at a time).
 #[inline(always)]
 pub(crate) fn row_sum(row: &[u32; 16]) -> u32 {
     let half: [u32; 8] = std::array::from_fn(|i| row[i] + row[i + 8]);
@@ -599,8 +599,8 @@ pub(crate) fn with_prior<'a>(
 
 leveled! {
 /// `Model::count_batch`, compiled for the process's SIMD level.
-pub(crate) fn count_batch [] [] (model: &mut Model, em: &[u16], ctx: &[u8], lanes: usize, at: usize) -> Span {
-    model.count_batch_body(em, ctx, lanes, at)
+pub(crate) fn count_batch [] [] (model: &mut Model, em: &[u16], ctx: &[u8], ways: usize, at: usize) -> Span {
+    model.count_batch_body(em, ctx, ways, at)
 }
 }
 

@@ -102,10 +102,10 @@ fn reference_stream<const W: usize, const EB: u32>(data: &[u8]) -> Vec<u8> {
         bits,
     };
     let n = data.len() / W;
-    let lanes = lanes_for(n);
+    let ways = ways_for(n);
     let mut model = Model::new(f, false);
     model.seed(&Prior::from_survey(&sv, model.m_syms));
-    let mut enc = rans::Encoder::new(2 * n, lanes);
+    let mut enc = rans::Encoder::new(2 * n, ways);
     let (mut i, mut k) = (0usize, 0u32);
     let mut start = [rans::LOW; rans::WAYS];
     while i < n {
@@ -122,11 +122,11 @@ fn reference_stream<const W: usize, const EB: u32>(data: &[u8]) -> Vec<u8> {
                 .filter(|&v| v != 0)
                 .map(|v| f.split(v).1)
                 .collect();
-            let v = carry::count(lanes, f.rbits(), rest.len());
-            start = carry::states(rest[rest.len() - v..].iter().copied(), f.rbits(), lanes);
+            let v = carry::count(ways, f.rbits(), rest.len());
+            start = carry::states(rest[rest.len() - v..].iter().copied(), f.rbits(), ways);
         }
         let mut contexts = Vec::new();
-        for group in em.chunks(lanes) {
+        for group in em.chunks(ways) {
             let c = ctx.next as usize;
             contexts.push(c as u8);
             for (l, &v) in group.iter().enumerate() {
@@ -149,7 +149,7 @@ fn reference_stream<const W: usize, const EB: u32>(data: &[u8]) -> Vec<u8> {
             }
             ctx.follow_group(group);
         }
-        let span = model.count_batch(&em, &contexts, lanes, i);
+        let span = model.count_batch(&em, &contexts, ways, i);
         model.end_batch(span);
         i = end;
         k += 1;
@@ -329,7 +329,7 @@ fn sparse_blocks_round_trip() {
 
 #[test]
 fn residuals_carried_by_the_start_states_round_trip() {
-    // Blocks shorter than a group, at the lane-count threshold, ending with a batch of a
+    // Blocks shorter than a group, at the way-count threshold, ending with a batch of a
     // few values or of +0.0 only (nothing to carry).
     for n in [
         1,
@@ -368,7 +368,7 @@ fn sign_mode_follows_the_data() {
     for (w, signed) in [(weights(50_000, 8), 0), (skewed_signs(50_000), 1)] {
         let data = to_bytes(DType::F32, &w);
         let packed = encode(&data, DType::F32);
-        // tag, count, tail length, lanes, then the plane layout byte.
+        // tag, count, tail length, ways, then the plane layout byte.
         assert_eq!(packed[7], signed);
         assert_eq!(decode(&packed, data.len()).unwrap(), data);
     }
