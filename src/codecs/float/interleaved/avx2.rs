@@ -3,7 +3,7 @@
 
 use super::{States, Symbols};
 use crate::codecs::float::planes::{
-    Contexts, Model, ESCAPE_SYM, E_BITS, E_STRIDE, M_BITS, RAW_BITS, ZERO, ZERO_EM,
+    Contexts, Tables, ESCAPE_SYM, E_BITS, E_STRIDE, M_BITS, RAW_BITS, ZERO, ZERO_EM,
 };
 use crate::entropy::rans::{Words, WAYS};
 use std::arch::x86_64::*;
@@ -41,7 +41,7 @@ crate::simd::avx2! {
 pub(super) fn groups<const R: usize>(
     x: &mut States,
     w: &mut Words,
-    model: &Model,
+    tables: &Tables,
     em: &mut [u16],
     ctx: &mut Contexts,
     groups: &mut [u8],
@@ -63,7 +63,7 @@ pub(super) fn groups<const R: usize>(
     let zero_sym = _mm256_set1_epi32(ZERO as i32);
     let escape_sym = _mm256_set1_epi32(ESCAPE_SYM as i32);
     let zero_em = _mm256_set1_epi32(ZERO_EM as i32);
-    let m_dec = model.m_dec.as_ptr() as *const i32;
+    let m_dec = tables.m_dec.as_ptr() as *const i32;
     // Lanes in `active` whose state fell below LOW take the next words, in lane order.
     macro_rules! renorm {
         ($xs:expr, $active:expr) => {{
@@ -88,10 +88,10 @@ pub(super) fn groups<const R: usize>(
     while done + ways <= em.len() && pos + group_bytes <= data.len() {
         let c = ctx.next as usize;
         groups[done / ways] = c as u8;
-        let esc_start = _mm256_set1_epi32(model.escape_start[c] as i32);
-        let zero_start = _mm256_set1_epi32(model.zero_start[c] as i32);
-        let e_dec = model.e_dec[c * E_STRIDE..].as_ptr() as *const i32;
-        let e_enc = model.e_enc[c].as_ptr() as *const i32;
+        let esc_start = _mm256_set1_epi32(tables.escape_start[c] as i32);
+        let zero_start = _mm256_set1_epi32(tables.zero_start[c] as i32);
+        let e_dec = tables.e_dec[c * E_STRIDE..].as_ptr() as *const i32;
+        let e_enc = tables.e_enc[c].as_ptr() as *const i32;
         // `E` symbols: exponents, which ways escaped, which are +0.0 (way masks).
         let mut e = [zero; R];
         let mut esc = [zero; R];

@@ -3,7 +3,7 @@
 
 use super::{States, Symbols};
 use crate::codecs::float::planes::{
-    Contexts, Model, ESCAPE_SYM, E_BITS, E_STRIDE, M_BITS, RAW_BITS, ZERO, ZERO_EM,
+    Contexts, Tables, ESCAPE_SYM, E_BITS, E_STRIDE, M_BITS, RAW_BITS, ZERO, ZERO_EM,
 };
 use crate::entropy::rans::{Words, WAYS};
 use std::arch::x86_64::*;
@@ -16,7 +16,7 @@ crate::simd::avx512! {
 pub(super) fn groups<const R: usize>(
     x: &mut States,
     w: &mut Words,
-    model: &Model,
+    tables: &Tables,
     em: &mut [u16],
     ctx: &mut Contexts,
     groups: &mut [u8],
@@ -39,7 +39,7 @@ pub(super) fn groups<const R: usize>(
     let m4 = _mm512_set1_epi32(15);
     let zero_sym = _mm512_set1_epi32(ZERO as i32);
     let zero_em = _mm512_set1_epi32(ZERO_EM as i32);
-    let m_dec = model.m_dec.as_ptr() as *const i32;
+    let m_dec = tables.m_dec.as_ptr() as *const i32;
     // Lanes in `active` whose state fell below LOW take the next words, in lane order.
     macro_rules! renorm {
         ($xs:expr, $active:expr) => {{
@@ -56,17 +56,17 @@ pub(super) fn groups<const R: usize>(
     while done + ways <= em.len() && pos + group_bytes <= data.len() {
         let c = ctx.next as usize;
         groups[done / ways] = c as u8;
-        let zero_start = _mm512_set1_epi32(model.zero_start[c] as i32);
-        let esc_start = _mm512_set1_epi32(model.escape_start[c] as i32);
-        let e_dec = model.e_dec[c * E_STRIDE..].as_ptr() as *const i32;
-        let row = &model.e_enc[c];
+        let zero_start = _mm512_set1_epi32(tables.zero_start[c] as i32);
+        let esc_start = _mm512_set1_epi32(tables.escape_start[c] as i32);
+        let e_dec = tables.e_dec[c * E_STRIDE..].as_ptr() as *const i32;
+        let row = &tables.e_enc[c];
         let e_enc = row.as_ptr() as *const i32;
         // The slot ranges of the (at most) 128 highest exponents are looked up in registers
         // (a gather costs far more than a few permutations); with more, the ways that hold
         // one below them (rare in weights: under 2^-127 of the largest) gather theirs. Only
         // the registers the window reaches are loaded: it ends at the row's 256th entry at
         // most.
-        let (lowest, all) = model.e_window();
+        let (lowest, all) = tables.e_window();
         let (lowest, span) = (lowest + all.saturating_sub(128), all.min(128));
         let window: [__m512i; 8] = std::array::from_fn(|t| match 16 * t < span {
             // SAFETY: the window ends at entry 256 at most, and a row has `E_SYMS` = 320.

@@ -9,7 +9,7 @@ mod avx2;
 mod avx512;
 
 use super::planes::{
-    Contexts, Model, ESCAPE_SYM, E_BITS, E_STRIDE, M_BITS, RAW_BITS, ZERO, ZERO_EM,
+    Contexts, Tables, ESCAPE_SYM, E_BITS, E_STRIDE, M_BITS, RAW_BITS, ZERO, ZERO_EM,
 };
 use crate::entropy::rans::{self, Words, WAYS};
 use crate::simd::Level;
@@ -21,17 +21,17 @@ pub(super) type States = [u32; WAYS];
 /// Decodes an `E` symbol from `x` with the table of context `c`: returns the exponent
 /// (`ZERO` for +0.0) and whether it is the escape.
 #[inline(always)]
-fn e_step(x: &mut u32, w: &mut Words, model: &Model, c: usize) -> (u16, bool) {
+fn e_step(x: &mut u32, w: &mut Words, tables: &Tables, c: usize) -> (u16, bool) {
     let slot = *x & ((1 << E_BITS) - 1);
-    let e = model.e_dec[c * E_STRIDE + slot as usize];
-    let escaped = slot >= model.escape_start[c];
-    let zero = !escaped && slot >= model.zero_start[c];
+    let e = tables.e_dec[c * E_STRIDE + slot as usize];
+    let escaped = slot >= tables.escape_start[c];
+    let zero = !escaped && slot >= tables.zero_start[c];
     let sym = match (escaped, zero) {
         (true, _) => ESCAPE_SYM,
         (_, true) => ZERO,
         _ => e as usize,
     };
-    let d = model.e_enc[c][sym];
+    let d = tables.e_enc[c][sym];
     rans::step(x, E_BITS, d >> 16, slot - (d & 0xffff), w);
     (if zero { ZERO as u16 } else { e as u16 }, escaped)
 }
@@ -47,22 +47,22 @@ fn raw_step(x: &mut u32, w: &mut Words) -> u16 {
 /// Decodes `M` for a value with exponent `e`; returns `E << 4 | M` (`ZERO_EM` without a step
 /// for +0.0).
 #[inline(always)]
-fn m_step(x: &mut u32, w: &mut Words, model: &Model, e: u16) -> u16 {
+fn m_step(x: &mut u32, w: &mut Words, tables: &Tables, e: u16) -> u16 {
     if e as usize >= ZERO {
         return ZERO_EM;
     }
-    let md = model.m_dec[(e as usize) << M_BITS | (*x & ((1 << M_BITS) - 1)) as usize];
+    let md = tables.m_dec[(e as usize) << M_BITS | (*x & ((1 << M_BITS) - 1)) as usize];
     rans::step(x, M_BITS, md >> 4 & 0x1ff, md >> 13, w);
     e << 4 | (md & 15) as u16
 }
 
 /// One group of up to 64 values, value l on state l: `E` symbols (context `c`), escapes,
 /// `M` symbols.
-fn group_scalar(x: &mut States, w: &mut Words, model: &Model, em: &mut [u16], c: usize) {
+fn group_scalar(x: &mut States, w: &mut Words, tables: &Tables, em: &mut [u16], c: usize) {
     let mut es = [0u16; WAYS];
     let mut escaped = [false; WAYS];
     for l in 0..em.len() {
-        (es[l], escaped[l]) = e_step(&mut x[l], w, model, c);
+        (es[l], escaped[l]) = e_step(&mut x[l], w, tables, c);
     }
     for l in 0..em.len() {
         if escaped[l] {
@@ -70,7 +70,7 @@ fn group_scalar(x: &mut States, w: &mut Words, model: &Model, em: &mut [u16], c:
         }
     }
     for (l, v) in em.iter_mut().enumerate() {
-        *v = m_step(&mut x[l], w, model, es[l]);
+        *v = m_step(&mut x[l], w, tables, es[l]);
     }
 }
 
@@ -83,7 +83,7 @@ impl Level {
         self,
         x: &mut States,
         w: &mut Words,
-        model: &Model,
+        tables: &Tables,
         em: &mut [u16],
         ways: usize,
         ctx: &mut Contexts,
@@ -95,9 +95,9 @@ impl Level {
             // SAFETY: AVX-512F support was checked when the level was chosen.
             done = unsafe {
                 match ways {
-                    16 => avx512::groups::<1>(x, w, model, em, ctx, groups),
-                    32 => avx512::groups::<2>(x, w, model, em, ctx, groups),
-                    64 => avx512::groups::<4>(x, w, model, em, ctx, groups),
+                    16 => avx512::groups::<1>(x, w, tables, em, ctx, groups),
+                    32 => avx512::groups::<2>(x, w, tables, em, ctx, groups),
+                    64 => avx512::groups::<4>(x, w, tables, em, ctx, groups),
                     _ => 0,
                 }
             };
@@ -105,9 +105,9 @@ impl Level {
             // SAFETY: AVX2 support was checked when the level was chosen.
             done = unsafe {
                 match ways {
-                    16 => avx2::groups::<2>(x, w, model, em, ctx, groups),
-                    32 => avx2::groups::<4>(x, w, model, em, ctx, groups),
-                    64 => avx2::groups::<8>(x, w, model, em, ctx, groups),
+                    16 => avx2::groups::<2>(x, w, tables, em, ctx, groups),
+                    32 => avx2::groups::<4>(x, w, tables, em, ctx, groups),
+                    64 => avx2::groups::<8>(x, w, tables, em, ctx, groups),
                     _ => 0,
                 }
             };
@@ -115,7 +115,7 @@ impl Level {
         let first = done / ways;
         for (group, c) in em[done..].chunks_mut(ways).zip(&mut groups[first..]) {
             *c = ctx.next as u8;
-            group_scalar(x, w, model, group, ctx.next as usize);
+            group_scalar(x, w, tables, group, ctx.next as usize);
             ctx.follow_group(group);
         }
     }

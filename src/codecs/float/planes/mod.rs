@@ -24,7 +24,7 @@ mod tables;
 mod tests;
 
 pub(crate) use fields::read;
-pub(crate) use tables::{Contexts, Model};
+pub(crate) use tables::{Contexts, Tables};
 
 use super::{carry, ibp, interleaved, DType};
 use crate::entropy::rans;
@@ -104,9 +104,9 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: Level, out: &mut
     let base = (sv.median as u32).saturating_sub(BELOW_MEDIAN) as u8;
     let mut ctx = Contexts::from_base(base);
     let n = data.len() / W;
-    let mut model = Model::new(f, false);
-    let prior = Prior::from_survey(&sv, model.m_syms);
-    model.seed(&prior);
+    let mut tables = Tables::new(f, false);
+    let prior = Prior::from_survey(&sv, tables.m_syms);
+    tables.seed(&prior);
     let ways = ways_for(n);
     let mut syms = interleaved::Symbols::new(n, ways);
     let mut em = vec![0u16; MAX_BATCH];
@@ -149,7 +149,7 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: Level, out: &mut
         }
         // Every symbol of the batch from the tables fitted before it, each group's exponent
         // from its context's.
-        let m_enc: &[u32; 4096] = model
+        let m_enc: &[u32; 4096] = tables
             .m_enc
             .as_flattened()
             .try_into()
@@ -158,13 +158,13 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: Level, out: &mut
             let ge = (g + ways).min(end);
             let c = ctx.next as usize;
             group_ctx[gi] = c as u8;
-            let row = &model.e_enc[c];
+            let row = &tables.e_enc[c];
             let group = &em[g - i..ge - i];
             let (e_syms, m_syms) = (&mut syms.e[g..ge], &mut syms.m[g..ge]);
             let escaped = look_up(row, m_enc, group, e_syms, m_syms);
             // Exponents not in the context's table yet take the escape and their raw bits.
             if escaped {
-                let escape = model.escape(c);
+                let escape = tables.escape(c);
                 for (j, (&v, e_sym)) in group.iter().zip(e_syms).enumerate() {
                     if *e_sym >> 16 == 0 {
                         syms.escapes.push(((g + j) as u32, v >> 4));
@@ -176,12 +176,12 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: Level, out: &mut
             syms.groups.push((g as u32, (ge - g) as u32));
         }
         let groups = (end - i).div_ceil(ways);
-        let span = model.count_batch(em, &group_ctx[..groups], ways, i);
-        model.end_batch(span);
+        let span = tables.count_batch(em, &group_ctx[..groups], ways, i);
+        tables.end_batch(span);
         i = end;
         k += 1;
     }
-    model.recycle();
+    tables.recycle();
     if held > 0 {
         packer.group(&residual[..held]);
     }
@@ -265,9 +265,9 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
         signed: top[1] == 1,
     };
     let mut ctx = Contexts::from_base(top[2]);
-    let mut model = Model::new(f, true);
-    let (prior, prior_len) = Prior::read(&body[top_len..], model.m_syms)?;
-    model.seed(&prior);
+    let mut tables = Tables::new(f, true);
+    let (prior, prior_len) = Prior::read(&body[top_len..], tables.m_syms)?;
+    tables.seed(&prior);
     let mut head_len = top_len + prior_len;
     let head = body
         .get(head_len..head_len + 8)
@@ -308,8 +308,8 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
         let end = (i + batch_len(k)).min(n);
         let em = &mut em[..end - i];
         let groups = &mut group_ctx[..em.len().div_ceil(ways)];
-        kernel.decode_batch(&mut x, &mut words, &model, em, ways, &mut ctx, groups);
-        let span = model.count_batch(em, groups, ways, i);
+        kernel.decode_batch(&mut x, &mut words, &tables, em, ways, &mut ctx, groups);
+        let span = tables.count_batch(em, groups, ways, i);
         let zeros = span.zeros;
         let nonzero = em.len() - zeros;
         // The last batch's last residuals are in the coder's start states, on which the
@@ -343,7 +343,7 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
         }
         // SAFETY: `join_all` wrote every byte of `slots` (W per value of the batch).
         seen(unsafe { std::slice::from_raw_parts(slots.as_ptr().cast::<u8>(), slots.len()) });
-        model.end_batch(span);
+        tables.end_batch(span);
         i = end;
         k += 1;
     }
@@ -354,7 +354,7 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
         return Err(bad("unexpected bytes after the data"));
     }
     rans::Decoder::join(x, words).finish_at(&x0)?;
-    model.recycle();
+    tables.recycle();
     // SAFETY: the batches cover values 0..n and every value's W bytes were written.
     unsafe { out.set_len(start + n * W) };
     Ok(())

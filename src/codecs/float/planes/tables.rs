@@ -84,9 +84,9 @@ pub(crate) struct Span {
     pub(crate) zeros: usize,
 }
 
-/// Large buffers of a `Model` kept for the thread's next block (the histograms are left all
+/// Large buffers of a `Tables` kept for the thread's next block (the histograms are left all
 /// zero by every batch; an exponent table is only read where its context's last refit wrote
-/// it, and `Model::new` resets the mantissa-top rows that `m_dirty` names).
+/// it, and `Tables::new` resets the mantissa-top rows that `m_dirty` names).
 #[derive(Default)]
 pub(crate) struct Spare {
     pub(crate) partial: Vec<u16>,
@@ -118,7 +118,7 @@ pub(crate) fn keep<T>(spare: &mut Vec<T>, buf: Vec<T>) {
 }
 
 /// Counts and tables of one block, refitted between batches identically on both sides.
-pub(crate) struct Model {
+pub(crate) struct Tables {
     /// Per context, per `E` symbol (256 exponents and `ZERO`).
     pub(crate) e_counts: Vec<[u32; 257]>,
     pub(crate) e_total: Vec<u32>,
@@ -172,7 +172,7 @@ pub(crate) struct Model {
     pub(crate) m_min: u32,
 }
 
-impl Model {
+impl Tables {
     pub(crate) fn new(f: Fields, decoding: bool) -> Self {
         let ctxs = CONTEXTS;
         let tables = usize::from(decoding);
@@ -196,7 +196,7 @@ impl Model {
                 m_stale,
             )
         });
-        let mut m = Model {
+        let mut m = Tables {
             e_counts: vec![[0; 257]; ctxs],
             e_total: vec![0; ctxs],
             e_fit: vec![0; ctxs],
@@ -598,15 +598,15 @@ pub(crate) fn with_prior<'a>(
 }
 
 leveled! {
-/// `Model::count_batch`, compiled for the process's SIMD level.
-pub(crate) fn count_batch [] [] (model: &mut Model, em: &[u16], ctx: &[u8], ways: usize, at: usize) -> Span {
-    model.count_batch_body(em, ctx, ways, at)
+/// `Tables::count_batch`, compiled for the process's SIMD level.
+pub(crate) fn count_batch [] [] (tables: &mut Tables, em: &[u16], ctx: &[u8], ways: usize, at: usize) -> Span {
+    tables.count_batch_body(em, ctx, ways, at)
 }
 }
 
 leveled! {
-/// `Model::end_batch`, compiled for the process's SIMD level.
-pub(crate) fn end_batch [] [] (model: &mut Model, span: Span) {
-    model.end_batch_body(span)
+/// `Tables::end_batch`, compiled for the process's SIMD level.
+pub(crate) fn end_batch [] [] (tables: &mut Tables, span: Span) {
+    tables.end_batch_body(span)
 }
 }

@@ -103,8 +103,8 @@ fn reference_stream<const W: usize, const EB: u32>(data: &[u8]) -> Vec<u8> {
     };
     let n = data.len() / W;
     let ways = ways_for(n);
-    let mut model = Model::new(f, false);
-    model.seed(&Prior::from_survey(&sv, model.m_syms));
+    let mut tables = Tables::new(f, false);
+    tables.seed(&Prior::from_survey(&sv, tables.m_syms));
     let mut enc = rans::Encoder::new(2 * n, ways);
     let (mut i, mut k) = (0usize, 0u32);
     let mut start = [rans::LOW; rans::WAYS];
@@ -130,27 +130,27 @@ fn reference_stream<const W: usize, const EB: u32>(data: &[u8]) -> Vec<u8> {
             let c = ctx.next as usize;
             contexts.push(c as u8);
             for (l, &v) in group.iter().enumerate() {
-                let ee = model.e_sym(c, (v >> 4) as usize);
+                let ee = tables.e_sym(c, (v >> 4) as usize);
                 enc.put(
-                    sym(if ee >> 16 != 0 { ee } else { model.escape(c) }, E_BITS),
+                    sym(if ee >> 16 != 0 { ee } else { tables.escape(c) }, E_BITS),
                     l,
                 );
             }
             for (l, &v) in group.iter().enumerate() {
-                if model.e_sym(c, (v >> 4) as usize) >> 16 == 0 {
+                if tables.e_sym(c, (v >> 4) as usize) >> 16 == 0 {
                     enc.put(sym((v >> 4) as u32 | 1 << 16, RAW_BITS), l);
                 }
             }
             for (l, &v) in group.iter().enumerate() {
                 if v != ZERO_EM {
-                    let m = model.m_enc[(v >> 4) as usize][v as usize & 15];
+                    let m = tables.m_enc[(v >> 4) as usize][v as usize & 15];
                     enc.put(sym(m, M_BITS), l);
                 }
             }
             ctx.follow_group(group);
         }
-        let span = model.count_batch(&em, &contexts, ways, i);
-        model.end_batch(span);
+        let span = tables.count_batch(&em, &contexts, ways, i);
+        tables.end_batch(span);
         i = end;
         k += 1;
     }
@@ -294,12 +294,12 @@ fn sampled_blocks_count_every_other_group_past_the_threshold() {
         (SAMPLE_FROM, true),
         (3 * SAMPLE_FROM, true),
     ] {
-        let mut model = Model::new(f, false);
-        let span = model.count_batch(&em, &ctx, 32, at);
-        model.end_batch(span);
+        let mut tables = Tables::new(f, false);
+        let span = tables.count_batch(&em, &ctx, 32, at);
+        tables.end_batch(span);
         let want = if half { MAX_BATCH / 2 } else { MAX_BATCH };
-        assert_eq!(model.e_total[0] as usize, want, "{at}");
-        let odd_counted = (1..16).step_by(2).any(|m| model.m_counts[120][m] > 0);
+        assert_eq!(tables.e_total[0] as usize, want, "{at}");
+        let odd_counted = (1..16).step_by(2).any(|m| tables.m_counts[120][m] > 0);
         assert_eq!(odd_counted, !half, "{at}");
     }
 }
