@@ -1,7 +1,7 @@
 #!/bin/bash
-# Interleaved speed comparison of two builds of examples/tensor on a noisy machine.
-# Usage: N=10 benches/ab.sh OLD_BINARY NEW_BINARY FILE...  (SEP_WHOLE=1: the whole product)
-#   (binaries: copies of target/release/examples/tensor from two commits)
+# Interleaved speed comparison of two builds of the tensor harness (benches/tensor.rs).
+# Usage: N=10 scripts/ab.sh OLD_BINARY NEW_BINARY FILE...  (SEP_WHOLE=1: the whole product)
+#   (binaries: copies of the harness from two commits; `cargo bench --bench tensor --no-run` prints its path)
 # Each round runs OLD then NEW on every file (best of REPS=5 runs each, SEP_ONLY=decode unless
 # ONLY=encode, COL=8 for compress speeds); prints per file the best and median MB/s of each
 # and the median of the per-round NEW/OLD ratios, which a slow or fast minute shifts for both.

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Interleaved timings of the sep command line, two builds, on a noisy machine.
-# Usage: N=10 benches/ab_cli.sh OLD_SEP OLD_ARCHIVE NEW_SEP NEW_ARCHIVE RAW_F32
+# Usage: N=10 scripts/ab_cli.sh OLD_SEP OLD_ARCHIVE NEW_SEP NEW_ARCHIVE RAW_F32
 #   (each build decodes its own archive of RAW_F32, which both compress with --dtype f32)
 # Per round and build: decompress -T1 (task-clock, perf stat), decompress -T2 (wall),
 # compress -T1 (task-clock), compress -T2 (wall), output to /dev/null. Prints min and median

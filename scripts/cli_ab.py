@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Interleaved command-line speed comparison of two sep binaries on a noisy machine.
 
-Usage: N=7 python3 benches/cli_ab.py OLD_SEP NEW_SEP FILE...
+Usage: N=7 python3 scripts/cli_ab.py OLD_SEP NEW_SEP FILE...
 Each round runs OLD then NEW (and zstd -d on zstd -19's archive, for scale) on every file:
 `compress -T 1 -c FILE` and `decompress -T 1 -c FILE.sep` (each its own archive: the two may
 write different format versions), stdout into a fresh file in a

@@ -12,7 +12,7 @@ values in groups of 32 along a row, each with an f16 scale, written the same fou
 deq4q40: llama.cpp's Q4_0 as it quantizes normal weights (per group of 32, d = the value of
 largest magnitude / -8 stored as f16, levels (int)(x / d + 8.5) - 8 up to 7), dequantized as
 level * d (zeros of groups with a negative d are -0.0), written the same four ways.
-Usage: python3 benches/dequantized.py OUT_DIR"""
+Usage: python3 scripts/dequantized.py OUT_DIR"""
 import json
 import struct
 import sys

@@ -4,7 +4,7 @@ each value is either one of the last K distinct values (a hit: an adaptive hit f
 previous flag as context, then the slot with adaptive counts; slots are reused least recently
 used first) or a miss, charged a flat 26.5 bits (about the tensor codec's cost of an f32
 weight). Ideal code lengths, no coder; the first 200,000 values.
-Usage: python3 benches/lookback_sim.py FILE..."""
+Usage: python3 scripts/lookback_sim.py FILE..."""
 import numpy as np, struct, math, sys
 from collections import OrderedDict
 def load(f):

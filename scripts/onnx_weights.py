@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Float weights of ONNX models as safetensors files (f32, and cast to f16 and bf16), to test
 the tensor path on weights outside the shared corpora. Needs: pip install onnx safetensors numpy.
-Usage: python3 benches/onnx_weights.py OUT_DIR MODEL.onnx...
+Usage: python3 scripts/onnx_weights.py OUT_DIR MODEL.onnx...
 (e.g. the three models in the rapidocr-onnxruntime 1.4.4 wheel: pip download --no-deps
 rapidocr-onnxruntime, then unzip it)"""
 import onnx, numpy as np, sys, os, json, struct
