@@ -159,10 +159,11 @@ pub struct BlockInfo {
 
 /// Reads the header and block table of a seekable archive without decoding any block.
 pub fn inspect(mut input: impl Read + Seek) -> Result<Info> {
-    let (header, _) = Header::read(&mut input)?;
+    let (header, header_len) = Header::read(&mut input)?;
     let neural = NeuralConfig::from_bytes(&header.neural_config)?;
     let trailer = Trailer::read_from_end(&mut input)?;
     let archive_bytes = input.seek(std::io::SeekFrom::End(0))?;
+    trailer.check_table(header_len, archive_bytes - trailer.encoded_len())?;
     Ok(Info {
         version: header.version,
         engine_version: header.engine_version,

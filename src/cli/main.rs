@@ -12,6 +12,7 @@ use std::time::Instant;
 
 #[cfg(target_os = "linux")]
 mod huge;
+mod signals;
 #[cfg(target_os = "linux")]
 #[global_allocator]
 static ALLOC: huge::HugePages = huge::HugePages;
@@ -159,8 +160,9 @@ impl Input {
         if meta.len() == 0 {
             return Ok((Input::Empty, Some(0), name));
         }
-        // SAFETY: the map is only read; a file truncated by another process while we read it
-        // is the same hazard every mmap-based tool accepts (checksums catch a changed input).
+        signals::mapping(&name);
+        // SAFETY: the map is only read; a file another process truncates while it is read
+        // faults, which `signals` turns into an error (and checksums catch a changed one).
         let map = unsafe { memmap2::Mmap::map(&file) }
             .map_err(|e| Failure(format!("{name}: {}", io_message(&e))))?;
         Ok((Input::Mapped(map), Some(meta.len()), name))
@@ -231,10 +233,17 @@ impl Output {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let tmp = tempfile::Builder::new()
-            .prefix(".sep-tmp-")
-            .tempfile_in(&dir)
-            .map_err(|e| Failure(format!("{}: {}", dir.display(), io_message(&e))))?;
+        // Named after its destination and recognisable, should a SIGKILL leave it behind.
+        let name = dest.file_name().unwrap_or_default().to_string_lossy();
+        let tmp = signals::guarded(|| {
+            let tmp = tempfile::Builder::new()
+                .prefix(&format!(".{name}."))
+                .suffix(".sep-partial")
+                .tempfile_in(&dir);
+            let path = tmp.as_ref().ok().map(|t| t.path().to_path_buf());
+            (tmp, path)
+        })
+        .map_err(|e| Failure(format!("{}: {}", dir.display(), io_message(&e))))?;
         Ok(Output::File { tmp, dest, force })
     }
 
@@ -262,11 +271,13 @@ impl Output {
                 .set_permissions(perm)
                 .map_err(|e| Failure(format!("{name}: {}", io_message(&e))))?;
         }
-        let result = if force {
-            tmp.persist(&dest).map(|_| ())
-        } else {
-            tmp.persist_noclobber(&dest).map(|_| ())
-        };
+        let result = signals::guarded(|| {
+            let done = match force {
+                true => tmp.persist(&dest).map(|_| ()),
+                false => tmp.persist_noclobber(&dest).map(|_| ()),
+            };
+            (done, None)
+        });
         result.map_err(|e| {
             if e.error.kind() == io::ErrorKind::AlreadyExists {
                 Failure(format!("{name}: already exists (use -f to overwrite)"))
@@ -399,6 +410,16 @@ fn run_codec(
 ) -> Result<(), Failure> {
     let in_path = c.file.as_ref().filter(|_| !is_stdio(&c.file));
     check_distinct(in_path, dest.as_ref())?;
+    if in_path.is_none() && io::stdin().is_terminal() && (!compressing || !c.force) {
+        // As xz and zstd do: typed input is never what was meant (and would wait silently).
+        return Err(Failure(
+            match compressing {
+                true => "refusing to read the data to compress from a terminal (redirect, or -f)",
+                false => "refusing to read compressed data from a terminal",
+            }
+            .into(),
+        ));
+    }
     if compressing && dest.is_none() && io::stdout().is_terminal() && !c.force {
         return Err(Failure(
             "refusing to write compressed data to a terminal (use -o, redirect, or -f)".into(),
@@ -538,6 +559,10 @@ fn run_info(file: PathBuf) -> Result<(), Failure> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(e) = signals::watch() {
+        eprintln!("sep: error: cannot watch for signals: {e}");
+        return ExitCode::FAILURE;
+    }
     let result = match cli.cmd {
         Cmd::Compress(a) => run_compress(a),
         Cmd::Decompress(a) => run_decompress(a),

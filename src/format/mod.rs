@@ -424,7 +424,7 @@ impl Trailer {
             return Err(Error::Truncated("no end marker"));
         }
         let len = u64_at(&tail, 0);
-        if len < 33 || len + TAIL_LEN > end {
+        if len < 33 || len > end - TAIL_LEN {
             return Err(Error::Corrupt("bad trailer length".into()));
         }
         r.seek(SeekFrom::Start(end - TAIL_LEN - len))?;
@@ -435,6 +435,29 @@ impl Trailer {
             ));
         }
         Trailer::read_after_tag(r)
+    }
+
+    /// Checks that the block table describes an archive whose header is `header_len` bytes and
+    /// whose end tag is at `end_at`: blocks one after the other from the header on, the end
+    /// tag right after the last, and the total length their sum; what a decoder would find
+    /// reading the archive through (two archives one after the other do not pass).
+    pub fn check_table(&self, header_len: u64, end_at: u64) -> Result<()> {
+        let bad = || Error::Corrupt("block table does not match the archive".into());
+        let (mut at, mut total) = (header_len, 0u64);
+        for e in &self.table {
+            if e.offset != at {
+                return Err(bad());
+            }
+            at = at
+                .checked_add(BlockRecord::LEN)
+                .and_then(|a| a.checked_add(e.payload_len))
+                .ok_or_else(bad)?;
+            total = total.checked_add(e.raw_len).ok_or_else(bad)?;
+        }
+        if at != end_at || total != self.total_len {
+            return Err(bad());
+        }
+        Ok(())
     }
 }
 

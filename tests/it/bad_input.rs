@@ -106,6 +106,27 @@ fn plain_file_trailing_data_and_versions() {
 }
 
 #[test]
+fn info_agrees_with_decompress() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let a = sample_archive(d);
+    let inspect = |bytes: &[u8]| sep::inspect(std::io::Cursor::new(bytes));
+    assert!(inspect(&a).is_ok());
+    // Two archives one after the other: `decompress` refuses them, and so does `info`.
+    let twice = [a.clone(), a.clone()].concat();
+    decompress_fails(d, &twice, &["trailing data"]);
+    let err = inspect(&twice).unwrap_err();
+    assert!(err.to_string().contains("block table"), "{err}");
+    fs::write(d.join("twice.sep"), &twice).unwrap();
+    fails_cleanly(&sep(d, &["info", "twice.sep"]), "block table");
+    // A trailer length near 2^64 in the tail is corruption, not an overflow.
+    let mut huge = a.clone();
+    let at = huge.len() - 12;
+    huge[at..at + 8].copy_from_slice(&(u64::MAX - 5).to_le_bytes());
+    assert!(matches!(inspect(&huge), Err(sep::Error::Corrupt(_))));
+}
+
+#[test]
 fn directories_and_missing_files() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

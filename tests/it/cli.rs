@@ -197,3 +197,38 @@ fn output_to_a_pipe_is_written_in_place() {
         assert!(fs::metadata(&fifo).unwrap().file_type().is_fifo());
     }
 }
+
+#[test]
+fn compressed_data_is_not_read_from_a_terminal() {
+    // `script` (util-linux) gives the command a terminal on stdin; without it, nothing to do.
+    let has_script = std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_script {
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_sep");
+    for (args, expect) in [
+        (
+            "decompress",
+            "refusing to read compressed data from a terminal",
+        ),
+        (
+            "compress -o x.sep",
+            "refusing to read the data to compress from a terminal",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new("script")
+            .args(["-qec", &format!("{bin} {args}"), "/dev/null"])
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(expect), "{args}: {text}");
+        assert_eq!(out.status.code(), Some(1), "{args}");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0, "{args}");
+    }
+}

@@ -6,5 +6,6 @@ mod cli;
 mod common;
 mod corpora;
 mod golden;
+mod signals;
 mod sources;
 mod tensors;
