@@ -4,6 +4,7 @@ use std::io;
 
 /// Everything that can go wrong while compressing, decompressing or inspecting.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// An I/O error from the input or output stream.
     #[error("{0}")]
@@ -42,6 +43,14 @@ pub enum Error {
     /// An option value is out of range.
     #[error("invalid option: {0}")]
     InvalidOption(String),
+    /// The archive's blocks may be larger than the memory limit allows.
+    #[error("archive has blocks of up to {needed} bytes, over the memory limit of {limit} bytes")]
+    MemoryLimit {
+        /// The archive's block size.
+        needed: u64,
+        /// The limit in force (`Options::memory`).
+        limit: u64,
+    },
 }
 
 /// Result alias used across the library.

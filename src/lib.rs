@@ -42,7 +42,7 @@ pub use simd::Level as SimdLevel;
 use codecs::neural::NeuralConfig;
 use format::{Header, Trailer};
 use pipeline::{InMemory, Known, Streamed};
-pub use pipeline::{Options, Stats, DEFAULT_BLOCK_SIZE};
+pub use pipeline::{Options, Stats, DEFAULT_BLOCK_SIZE, DEFAULT_MEMORY};
 use std::io::{Read, Seek, Write};
 
 /// Sets the SIMD level of every kernel of the process, capped at what the CPU supports (the

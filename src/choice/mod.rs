@@ -11,7 +11,7 @@ pub use sample::neural_predicted;
 use crate::codecs::float::{self, DType};
 use crate::codecs::neural::{Backend, NeuralConfig};
 use crate::codecs::{zstd as zstd_codec, ProgressFn};
-use crate::format::Codec;
+use crate::format::{Codec, NEURAL_MAX_RATIO};
 use detect::Kind;
 use sample::{aligned_sample, float_guess, repeats, sample, zstd_fraction, Prediction};
 
@@ -272,7 +272,17 @@ pub fn code_block(
             // Never in a file with tensors: the neural codec (~60 KB/s per core) would set its
             // speed (a 1.8 KB header took 6x as long as the 7 MB of weights after it).
             if !tensor_file && worth_neural {
-                best.consider(Codec::Neural, backend.encode(data, neural, progress));
+                let payload = backend.encode(data, neural, progress);
+                // A payload holding more than `NEURAL_MAX_RATIO` bytes per byte is refused by
+                // decoders (it would bound nothing); data that redundant goes to zstd.
+                match data.len() as u64 / NEURAL_MAX_RATIO <= payload.len() as u64 {
+                    true => best.consider(Codec::Neural, payload),
+                    false => {
+                        if let Some(z) = zstd_strong(data) {
+                            best.consider(Codec::Zstd, z);
+                        }
+                    }
+                }
             } else {
                 let mut reported = false;
                 // The block as an array of the type guessed, every tensor codec in turn.

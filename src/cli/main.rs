@@ -30,7 +30,7 @@ enum Cmd {
     /// Compress FILE (or stdin) into FILE.sep; the input is kept.
     Compress(CompressArgs),
     /// Decompress FILE.sep (or stdin) into FILE; the archive is kept.
-    Decompress(CommonArgs),
+    Decompress(DecompressArgs),
     /// Show an archive's header, model and blocks.
     Info {
         /// The archive to describe.
@@ -73,6 +73,15 @@ struct CompressArgs {
     /// path. safetensors and .npy files are recognised without it.
     #[arg(long, value_name = "TYPE")]
     dtype: Option<sep::DType>,
+}
+
+#[derive(Args)]
+struct DecompressArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Refuse archives whose blocks may be larger than this (suffixes K, M, G; default 256M).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    memory: Option<u64>,
 }
 
 /// Backbones selectable on the command line.
@@ -121,6 +130,9 @@ fn io_message(e: &io::Error) -> String {
 fn with_path(path: &Path, e: Error) -> Failure {
     match e {
         Error::Io(io) => Failure(format!("{}: {}", path.display(), io_message(&io))),
+        e @ Error::MemoryLimit { .. } => {
+            Failure(format!("{}: {e} (--memory raises it)", path.display()))
+        }
         other => Failure(format!("{}: {other}", path.display())),
     }
 }
@@ -483,8 +495,9 @@ fn run_compress(args: CompressArgs) -> Result<(), Failure> {
     })
 }
 
-fn run_decompress(c: CommonArgs) -> Result<(), Failure> {
-    let dest = destination(&c, |p| {
+fn run_decompress(args: DecompressArgs) -> Result<(), Failure> {
+    let c = &args.common;
+    let dest = destination(c, |p| {
         match p.to_str().and_then(|s| s.strip_suffix(".sep")) {
             Some(stem) if !stem.is_empty() && !stem.ends_with('/') => Ok(PathBuf::from(stem)),
             _ => Err(Failure(format!(
@@ -494,10 +507,15 @@ fn run_decompress(c: CommonArgs) -> Result<(), Failure> {
         }
     })?;
     run_codec(
-        &c,
+        c,
         dest,
         false,
-        |_| Ok(()),
+        |opts| {
+            if let Some(m) = args.memory {
+                opts.memory = m;
+            }
+            Ok(())
+        },
         |input, w, o| match input {
             Input::Mapped(m) => sep::decompress_mapped(m, w, o),
             other => sep::decompress(other.reader(), w, o),

@@ -15,6 +15,9 @@ pub const END_MAGIC: [u8; 4] = [b'S', b'E', b'P', 0x89];
 pub const VERSION: u16 = 1;
 /// Largest block size an archive may declare.
 pub const MAX_BLOCK_SIZE: u64 = 1 << 30;
+/// Most original bytes a neural block may hold per byte of its payload: it bounds the work an
+/// archive can ask of the slowest decoder (about 10 µs a byte) by its size.
+pub const NEURAL_MAX_RATIO: u64 = 128;
 /// Largest model configuration an archive may declare.
 const MAX_CONFIG_LEN: u32 = 4096;
 /// Tag byte that ends the block sequence and starts the trailer.
@@ -285,8 +288,13 @@ impl BlockRecord {
         }
         let ok = match self.codec {
             Codec::Stored => self.payload_len == self.raw_len,
-            Codec::Neural
-            | Codec::Zstd
+            // The neural codec decodes at tens of KB/s: a block may not claim more than
+            // `NEURAL_MAX_RATIO` bytes per payload byte (its encoder keeps to that).
+            Codec::Neural => {
+                self.payload_len < self.raw_len
+                    && self.raw_len / NEURAL_MAX_RATIO <= self.payload_len
+            }
+            Codec::Zstd
             | Codec::Planes
             | Codec::TensorHeader
             | Codec::Recent

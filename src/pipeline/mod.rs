@@ -8,7 +8,7 @@ mod plan;
 mod source;
 mod workers;
 
-pub use options::{Options, Stats, DEFAULT_BLOCK_SIZE};
+pub use options::{Options, Stats, DEFAULT_BLOCK_SIZE, DEFAULT_MEMORY};
 
 use crate::choice::code_block;
 use crate::choice::detect::Kind;
@@ -209,6 +209,12 @@ fn decode_archive<'a, W: Write>(
 ) -> Result<Stats> {
     opts.validate()?;
     let (header, header_len) = Header::read(input)?;
+    if header.block_size > opts.memory {
+        return Err(Error::MemoryLimit {
+            needed: header.block_size,
+            limit: opts.memory,
+        });
+    }
     if header.engine_version != ENGINE_VERSION {
         return Err(Error::EngineVersion {
             found: header.engine_version,

@@ -8,6 +8,9 @@ use std::sync::Arc;
 
 /// Default maximum raw bytes per block.
 pub const DEFAULT_BLOCK_SIZE: u64 = 8 << 20;
+/// Default largest block size an archive may have to be decoded (`Options::memory`): 32 times
+/// the default block size, as zstd's default limit is 16 times its default window.
+pub const DEFAULT_MEMORY: u64 = 256 << 20;
 
 /// Settings of a compression or decompression run.
 #[derive(Clone)]
@@ -25,6 +28,10 @@ pub struct Options {
     pub progress: Option<Arc<dyn Fn(u64) + Send + Sync>>,
     /// Called after each block is written with its original and archived sizes.
     pub on_block: Option<Arc<dyn Fn(u64, u64) + Send + Sync>>,
+    /// Largest block size an archive may have to be decoded (decompression only): decoding
+    /// holds up to `threads + 1` blocks at once, and the neural codec's tables grow with a
+    /// block's length, so an archive whose header allows larger blocks is refused.
+    pub memory: u64,
 }
 
 impl Default for Options {
@@ -36,6 +43,7 @@ impl Default for Options {
             dtype: None,
             progress: None,
             on_block: None,
+            memory: DEFAULT_MEMORY,
         }
     }
 }
