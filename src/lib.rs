@@ -211,6 +211,70 @@ pub mod internals {
         pub use crate::simd::*;
     }
 
+    /// What the fuzz targets and their regression test run on one input (`fuzz/`): `target`
+    /// is `archive-bytes`, `archive-vec`, `archive-stream` or `inspect` (the whole decoder on
+    /// the input as an archive), or `codec-NAME` (one codec's payload decoder on the input's
+    /// bytes after the first four, which give the block's length: a `u32`, modulo 4 MiB). Every input
+    /// must end in `Ok` or an error, never a panic, a hang or unbounded memory.
+    pub fn fuzz(target: &str, data: &[u8]) {
+        let opts = crate::Options {
+            threads: 1,
+            ..Default::default()
+        };
+        match target {
+            "archive-bytes" => {
+                let _ = crate::decompress_bytes(data, std::io::sink(), &opts);
+            }
+            "archive-vec" => {
+                let _ = crate::decompress_to_vec(data, &mut Vec::new(), &opts);
+            }
+            "archive-stream" => {
+                let _ = crate::decompress(data, std::io::sink(), &opts);
+            }
+            "inspect" => {
+                let _ = crate::inspect(std::io::Cursor::new(data));
+            }
+            codec => {
+                let Some(codec) = codec
+                    .strip_prefix("codec-")
+                    .and_then(|name| (0..=255).find_map(|t| named(t, name)))
+                else {
+                    panic!("unknown fuzz target {target}");
+                };
+                let [a, b, c, d, payload @ ..] = data else {
+                    return;
+                };
+                let raw_len = u32::from_le_bytes([*a, *b, *c, *d]) as usize % (4 << 20);
+                // As a record is checked before its payload reaches a decoder; the neural
+                // codec's blocks kept short, which its decode speed makes slow to fuzz.
+                let neural = codec == crate::Codec::Neural;
+                if raw_len == 0
+                    || neural
+                        && raw_len as u64 / crate::format::NEURAL_MAX_RATIO > payload.len() as u64
+                    || neural && raw_len > 1 << 16
+                {
+                    return;
+                }
+                let neural = crate::codecs::neural::NeuralConfig::default();
+                let backend = crate::codecs::neural::CpuBackend::default();
+                let decoder = crate::codecs::Decoder {
+                    neural: &neural,
+                    backend: &backend,
+                    progress: &|_| {},
+                };
+                let mut out = Vec::new();
+                let _ = decoder.decode(codec, payload, raw_len, (0, 0), &mut out);
+            }
+        }
+    }
+
+    /// The codec of tag `tag` if its name is `name`.
+    fn named(tag: u8, name: &str) -> Option<crate::Codec> {
+        crate::Codec::from_tag(tag)
+            .ok()
+            .filter(|c| c.name() == name)
+    }
+
     /// `compress` of a stream known to hold `len` bytes: its blocks are cut as
     /// `compress_bytes` cuts them (the tests check the two write the same archive).
     pub fn compress_sized(

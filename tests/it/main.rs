@@ -5,6 +5,7 @@ mod bad_input;
 mod cli;
 mod common;
 mod corpora;
+mod fuzzed;
 mod golden;
 mod signals;
 mod sources;
