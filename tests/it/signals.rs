@@ -53,26 +53,30 @@ fn finish(child: Child) -> (Option<i32>, String) {
     )
 }
 
-#[test]
-fn signals_remove_the_partial_output() {
+/// A folder holding the text as `t` and its archive as `t.sep`.
+fn folder() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     fs::write(d.join("t"), text()).unwrap();
-    let r = crate::common::sep(
-        d,
-        &[
-            "compress",
-            "-q",
-            "-T",
-            "2",
-            "--block-size",
-            "64K",
-            "t",
-            "-o",
-            "t.sep",
-        ],
-    );
-    crate::common::ok(&r);
+    let args = [
+        "compress",
+        "-q",
+        "-T",
+        "2",
+        "--block-size",
+        "64K",
+        "t",
+        "-o",
+        "t.sep",
+    ];
+    crate::common::ok(&crate::common::sep(d, &args));
+    dir
+}
+
+#[test]
+fn signals_remove_the_partial_output() {
+    let dir = folder();
+    let d = dir.path();
     let runs: [(&[&str], &str); 2] = [
         (
             &["compress", "-q", "-T", "1", "t", "-o", "out.sep"],
@@ -103,25 +107,9 @@ fn signals_remove_the_partial_output() {
 
 #[test]
 fn files_truncated_during_a_run_give_a_clean_error() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = folder();
     let d = dir.path();
-    let data = text();
-    fs::write(d.join("t"), &data).unwrap();
-    let r = crate::common::sep(
-        d,
-        &[
-            "compress",
-            "-q",
-            "-T",
-            "2",
-            "--block-size",
-            "64K",
-            "t",
-            "-o",
-            "t.sep",
-        ],
-    );
-    crate::common::ok(&r);
+    let data = fs::read(d.join("t")).unwrap();
     let archive = fs::read(d.join("t.sep")).unwrap();
     let cases: [(&[&str], &str); 2] = [
         (
