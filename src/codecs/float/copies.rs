@@ -496,6 +496,17 @@ impl<const W: usize> State<'_, W> {
     }
 }
 
+/// Makes room in `buf` for `need` values of `W` bytes after `start` (at most `n`), doubling it,
+/// so that it grows with the values decoded, never from the declared count alone.
+#[inline(always)]
+fn room<const W: usize>(buf: &mut Vec<u8>, start: usize, need: usize, n: usize) {
+    let have = (buf.len() - start) / W;
+    if have < need {
+        let to = need.max(2 * have).max(1024).min(n);
+        buf.resize(start + to * W, 0);
+    }
+}
+
 /// Follows the events of the stream in `dec` for `n` values, appending them (literals from `lits`) to `out`, which is empty;
 /// returns the decoder for its final check.
 fn expand<'a, const W: usize>(
@@ -518,11 +529,11 @@ fn expand<'a, const W: usize>(
         p,
     };
     // Each value's event, for replays.
-    let mut events = vec![0u8; n];
+    let mut events = Vec::new();
     let (mut prev, mut k, mut i) = (LIT, 0usize, 0);
     let start = out.len();
-    out.resize(start + n * W, 0);
-    let out = &mut out[start..];
+    let buf = out;
+    let mut out: &mut [u8] = &mut buf[start..];
     // A value coded as its bit length (through `table`) and its lower bits raw.
     let mut long = |table: &mut Context<LENGTHS>,
                     k: &mut usize,
@@ -548,6 +559,11 @@ fn expand<'a, const W: usize>(
             let Some(run) = run.filter(|_| back <= i) else {
                 return Err(corrupt("replay out of the values"));
             };
+            if out.len() < (i + run) * W {
+                room::<W>(buf, start, i + run, n);
+                out = &mut buf[start..];
+                events.resize(out.len() / W, 0);
+            }
             for t in i..i + run {
                 let e = events[t - back];
                 if carries_distance(e as usize).is_some() {
@@ -565,6 +581,11 @@ fn expand<'a, const W: usize>(
             Some(g) => long(&mut lengths[g], &mut k, &mut st, &mut words)?,
             None => 0,
         };
+        if out.len() < (i + 1) * W {
+            room::<W>(buf, start, i + 1, n);
+            out = &mut buf[start..];
+            events.resize(out.len() / W, 0);
+        }
         events[i] = e as u8;
         let v = state.value(e, d, i, out)?;
         out[i * W..i * W + W].copy_from_slice(&v.to_le_bytes()[..W]);

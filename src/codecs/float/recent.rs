@@ -362,23 +362,23 @@ pub fn decode(payload: &[u8], raw_len: usize, out: &mut Vec<u8>) -> Result<()> {
     let inner = f.prefixed()?;
     let mut misses = Vec::new();
     super::decode_append(inner, m * w, &mut misses, &mut |_| {})?;
-    let start = out.len();
-    out.resize(start + raw_len, 0);
-    let out = &mut out[start..];
     match w {
-        2 => decode_w::<2>(f.rest, size, &misses, &mut out[..n * w])?,
-        4 => decode_w::<4>(f.rest, size, &misses, &mut out[..n * w])?,
-        _ => decode_w::<8>(f.rest, size, &misses, &mut out[..n * w])?,
+        2 => decode_w::<2>(f.rest, size, &misses, n, out)?,
+        4 => decode_w::<4>(f.rest, size, &misses, n, out)?,
+        _ => decode_w::<8>(f.rest, size, &misses, n, out)?,
     }
-    out[n * w..].copy_from_slice(tail);
+    out.extend_from_slice(tail);
     Ok(())
 }
 
+/// Decodes `values` values of `W` bytes, appending them to `out` a batch at a time (its room
+/// grows with what is decoded, never from the declared count alone).
 fn decode_w<const W: usize>(
     stream: &[u8],
     size: usize,
     misses: &[u8],
-    out: &mut [u8],
+    values: usize,
+    out: &mut Vec<u8>,
 ) -> Result<()> {
     let corrupt = |what: &str| Error::Corrupt(format!("recent-values block: {what}"));
     let (mut st, mut words) = rans::Decoder::new(stream, STATES)?.split();
@@ -387,9 +387,12 @@ fn decode_w<const W: usize>(
     let mut misses = misses.chunks_exact(W);
     let mut syms = [0u16; MAX_BATCH];
     let (mut at, mut end) = (0, batch_end(0));
-    for batch in out.chunks_mut(MAX_BATCH * W) {
+    let start = out.len();
+    while at < values {
         // Symbols first (they decode independently), up to each refit; then the values.
-        let n = batch.len() / W;
+        let n = MAX_BATCH.min(values - at);
+        out.resize(start + (at + n) * W, 0);
+        let batch = &mut out[start + at * W..];
         tab.get_span(&mut st, &mut words, at, &mut end, &mut syms[..n])?;
         at += n;
         let first = at - n;

@@ -735,9 +735,6 @@ fn values<const W: usize, const F: u8>(
     let mut misses = Vec::new();
     super::decode_append(inner, m * W, &mut misses, &mut |_| {})?;
     let start = out.len();
-    out.resize(start + raw_len, 0);
-    let (body, end_bytes) = out[start..].split_at_mut(n * W);
-    end_bytes.copy_from_slice(tail);
     let (mut st, mut words) = rans::Decoder::new(f.rest, STATES)?.split();
     let mut tab = Table::new(SYMBOLS, LEVEL + 1, true);
     let total = n + count;
@@ -753,6 +750,13 @@ fn values<const W: usize, const F: u8>(
         let len = MAX_BATCH.min(total - done);
         tab.get_span(&mut st, &mut words, done, &mut end, &mut syms[..len])?;
         done += len;
+        // Room for the batch's values, grown as they are decoded (never from the declared
+        // length alone).
+        let room = start + (at + len).min(n) * W;
+        if out.len() < room {
+            out.resize(room, 0);
+        }
+        let body = &mut out[start..room];
         let mut i = 0;
         while i < len {
             // Runs of 16 levels or -0.0 under the current scale, without a branch per value.
@@ -807,6 +811,7 @@ fn values<const W: usize, const F: u8>(
     if at != n || misses.next().is_some() || scales.next().is_some() {
         return Err(corrupt("counts do not match"));
     }
+    out.extend_from_slice(tail);
     rans::Decoder::join(st, words).finish()
 }
 
