@@ -454,6 +454,14 @@ fn run_codec(
             Ok(s)
         });
         result.map_err(|e| {
+            // A mapped file that shrank during the run reads as zeros up to its last page:
+            // say so rather than call the data corrupt.
+            let shrank = in_path
+                .and_then(|p| std::fs::metadata(p).ok())
+                .is_some_and(|m| Some(m.len()) != len);
+            if shrank && !w.failed {
+                return Failure(format!("{name}: the file changed while it was being read"));
+            }
             let blame = if w.failed {
                 out_name.as_path()
             } else {
