@@ -249,8 +249,7 @@ pub mod internals {
                 // codec's blocks kept short, which its decode speed makes slow to fuzz.
                 let neural = codec == crate::Codec::Neural;
                 if raw_len == 0
-                    || neural
-                        && raw_len as u64 / crate::format::NEURAL_MAX_RATIO > payload.len() as u64
+                    || neural && !crate::format::neural_fits(raw_len as u64, payload.len() as u64)
                     || neural && raw_len > 1 << 16
                 {
                     return;

@@ -11,7 +11,7 @@ pub use sample::neural_predicted;
 use crate::codecs::float::{self, DType};
 use crate::codecs::neural::{Backend, NeuralConfig};
 use crate::codecs::{zstd as zstd_codec, ProgressFn};
-use crate::format::{Codec, NEURAL_MAX_RATIO};
+use crate::format::{neural_fits, Codec};
 use detect::Kind;
 use sample::{aligned_sample, float_guess, repeats, sample, zstd_fraction, Prediction};
 
@@ -275,7 +275,7 @@ pub fn code_block(
                 let payload = backend.encode(data, neural, progress);
                 // A payload holding more than `NEURAL_MAX_RATIO` bytes per byte is refused by
                 // decoders (it would bound nothing); data that redundant goes to zstd.
-                match data.len() as u64 / NEURAL_MAX_RATIO <= payload.len() as u64 {
+                match neural_fits(data.len() as u64, payload.len() as u64) {
                     true => best.consider(Codec::Neural, payload),
                     false => {
                         if let Some(z) = zstd_strong(data) {

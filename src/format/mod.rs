@@ -18,6 +18,12 @@ pub const MAX_BLOCK_SIZE: u64 = 1 << 30;
 /// Most original bytes a neural block may hold per byte of its payload: it bounds the work an
 /// archive can ask of the slowest decoder (about 10 µs a byte) by its size.
 pub const NEURAL_MAX_RATIO: u64 = 128;
+
+/// Whether a neural block of `raw_len` original bytes may have a payload of `payload_len`
+/// (`NEURAL_MAX_RATIO`): the rule decoders check and the encoder keeps.
+pub fn neural_fits(raw_len: u64, payload_len: u64) -> bool {
+    raw_len / NEURAL_MAX_RATIO <= payload_len
+}
 /// Largest model configuration an archive may declare.
 const MAX_CONFIG_LEN: u32 = 4096;
 /// Tag byte that ends the block sequence and starts the trailer.
@@ -291,8 +297,7 @@ impl BlockRecord {
             // The neural codec decodes at tens of KB/s: a block may not claim more than
             // `NEURAL_MAX_RATIO` bytes per payload byte (its encoder keeps to that).
             Codec::Neural => {
-                self.payload_len < self.raw_len
-                    && self.raw_len / NEURAL_MAX_RATIO <= self.payload_len
+                self.payload_len < self.raw_len && neural_fits(self.raw_len, self.payload_len)
             }
             Codec::Zstd
             | Codec::Planes
