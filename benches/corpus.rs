@@ -1,4 +1,5 @@
-//! Corpus table: sep vs xz -9e vs zstd -19 on real files, each timed in the same run.
+//! Corpus table: sep next to the anchor tools (zpaq -m5, bzip3, xz -9e, zstd -19, each where it
+//! is installed) on real files, every tool timed in the same run.
 //!
 //! `cargo bench --bench corpus` runs every file of ../shared/corpora (unpacked to target/corpora);
 //! `SEP_BENCH_FILES="text/book1 binary/obj2"` picks files (relative to target/corpora, or paths).
@@ -23,6 +24,9 @@ fn measure(mut cmd: Command, out: &Path) -> Option<Measured> {
     cmd.stdout(Stdio::from(file))
         .stderr(Stdio::null())
         .stdin(Stdio::null());
+    // Tools that write their own output files (zpaq) start from a clean slate.
+    let _ = fs::remove_file(out.with_extension("zpaq"));
+    let _ = fs::remove_dir_all(out.with_extension("x"));
     let start = Instant::now();
     let child = cmd.spawn().ok()?;
     let pid = child.id() as libc::pid_t;
@@ -129,6 +133,81 @@ fn files(base: &Path) -> Vec<(String, PathBuf)> {
     v
 }
 
+/// A tool sep is compared with: how to compress a file into `out` and decompress `out` again.
+struct Anchor {
+    name: &'static str,
+    /// Command compressing `input`; its archive is `archive(out)`.
+    compress: fn(&Path, &Path) -> Command,
+    /// Where the archive of `compress` lies, given the path its stdout went to.
+    archive: fn(&Path) -> PathBuf,
+    /// Command decompressing the archive (to stdout or into a folder next to it).
+    decompress: fn(&Path) -> Command,
+}
+
+fn cmd(tool: &str, args: &[&str], file: &Path) -> Command {
+    let mut c = Command::new(tool);
+    c.args(args).arg(file);
+    c
+}
+
+fn stdout_archive(out: &Path) -> PathBuf {
+    out.to_path_buf()
+}
+
+/// The anchors, in table order. zpaq and bzip3 use every core, as sep does; xz and zstd one.
+const ANCHORS: [Anchor; 4] = [
+    Anchor {
+        name: "zpaq -m5",
+        compress: |input, out| {
+            let mut c = Command::new("zpaq");
+            c.arg("a")
+                .arg(out.with_extension("zpaq"))
+                .arg(input)
+                .arg("-m5");
+            c
+        },
+        archive: |out| out.with_extension("zpaq"),
+        decompress: |archive| {
+            let mut c = Command::new("zpaq");
+            c.arg("x")
+                .arg(archive)
+                .arg("-to")
+                .arg(archive.with_extension("x"))
+                .arg("-f");
+            c
+        },
+    },
+    Anchor {
+        name: "bzip3",
+        compress: |input, _| cmd("bzip3", &["-e", "-c"], input),
+        archive: stdout_archive,
+        decompress: |archive| cmd("bzip3", &["-d", "-c"], archive),
+    },
+    Anchor {
+        name: "xz -9e",
+        compress: |input, _| cmd("xz", &["-9e", "-k", "-c", "-T1"], input),
+        archive: stdout_archive,
+        decompress: |archive| cmd("xz", &["-d", "-c", "-T1"], archive),
+    },
+    Anchor {
+        name: "zstd -19",
+        compress: |input, _| cmd("zstd", &["-19", "-c", "-q", "--single-thread"], input),
+        archive: stdout_archive,
+        decompress: |archive| cmd("zstd", &["-d", "-c", "-q"], archive),
+    },
+];
+
+fn tool_of(a: &Anchor) -> &'static str {
+    a.name.split(' ').next().unwrap_or(a.name)
+}
+
+/// Archive size, compress and decompress time of one anchor on one file.
+struct Run {
+    bytes: u64,
+    comp: f64,
+    dec: f64,
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; any other argument filters files by substring.
     let filter: Vec<String> = std::env::args()
@@ -138,8 +217,11 @@ fn main() {
     let sep = env!("CARGO_BIN_EXE_sep");
     let base = corpora();
     let tmp = tempfile::tempdir().expect("tempdir");
-    let (xz, zstd) = (tool_exists("xz"), tool_exists("zstd"));
-    // `SEP_BENCH_THREADS=1` times sep on one core, like xz and zstd.
+    let anchors: Vec<&Anchor> = ANCHORS
+        .iter()
+        .filter(|a| tool_exists(tool_of(a)) || tool_of(a) == "zpaq" && zpaq_exists())
+        .collect();
+    // `SEP_BENCH_THREADS=1` times sep on one core.
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = std::env::var("SEP_BENCH_THREADS")
         .ok()
@@ -150,12 +232,18 @@ fn main() {
         .ok()
         .and_then(|t| t.parse().ok())
         .unwrap_or(1);
-    let mut table = String::new();
-    table.push_str(
-        "| file | size | sep | xz -9e | zstd -19 | sep/xz | sep comp KB/s | sep decomp KB/s | xz comp KB/s | zstd comp KB/s | zstd decomp KB/s | sep peak MB |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-    );
-    let mut totals = [0u64; 4];
+    let mut table = String::from("| file | size | sep |");
+    for a in &anchors {
+        table.push_str(&format!(" {} |", a.name));
+    }
+    table.push_str(" sep comp KB/s | sep decomp KB/s |");
+    for a in &anchors {
+        table.push_str(&format!(" {} comp / dec KB/s |", a.name));
+    }
+    table.push_str(" sep peak MB |\n|---|");
+    table.push_str(&"---:|".repeat(4 + 2 * anchors.len()));
+    table.push('\n');
+    let mut totals = vec![0u64; 2 + anchors.len()];
     for (name, path) in files(&base) {
         if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
             continue;
@@ -165,95 +253,65 @@ fn main() {
         });
         let archive = tmp.path().join("a.sep");
         let back = tmp.path().join("back");
-        let c = || {
-            let mut c = Command::new(sep);
-            c.args(["compress", "-q", "-f", "-c", "-T", &t_arg])
-                .arg(&path);
-            c
-        };
+        let c = || cmd(sep, &["compress", "-q", "-f", "-c", "-T", &t_arg], &path);
         let comp = best_of(reps, c, &archive).expect("sep compress failed");
         let sep_size = fs::metadata(&archive).expect("archive").len();
         let d = || {
-            let mut d = Command::new(sep);
-            d.args(["decompress", "-q", "-f", "-c", "-T", &t_arg])
-                .arg(&archive);
-            d
+            cmd(
+                sep,
+                &["decompress", "-q", "-f", "-c", "-T", &t_arg],
+                &archive,
+            )
         };
         let dec = best_of(reps, d, &back).expect("sep decompress failed");
         assert!(same_bytes(&back, &path), "{name}: round trip differs");
-        let other = |tool: &str, args: &[&str]| -> Option<(u64, f64)> {
-            let out = tmp.path().join("other");
-            let c = || {
-                let mut c = Command::new(tool);
-                c.args(args).arg(&path);
-                c
-            };
-            let m = best_of(reps, c, &out)?;
-            Some((fs::metadata(&out).ok()?.len(), m.secs))
-        };
-        let xz_r = if xz {
-            other("xz", &["-9e", "-k", "-c", "-T1"])
-        } else {
-            None
-        };
-        let zs_r = if zstd {
-            other("zstd", &["-19", "-c", "-q", "--single-thread"])
-        } else {
-            None
-        };
-        // zstd -d on the archive `other` left (zstd ran last).
-        let zs_d = zs_r.and_then(|_| {
-            let c = || {
-                let mut c = Command::new("zstd");
-                c.args(["-d", "-c", "-q"]).arg(tmp.path().join("other"));
-                c
-            };
-            best_of(reps, c, &tmp.path().join("other.back")).map(|m| m.secs)
-        });
+        let runs: Vec<Option<Run>> = anchors
+            .iter()
+            .map(|a| {
+                let out = tmp.path().join("other");
+                let c = best_of(reps, || (a.compress)(&path, &out), &out)?;
+                let archive = (a.archive)(&out);
+                let bytes = fs::metadata(&archive).ok()?.len();
+                let d = best_of(reps, || (a.decompress)(&archive), &back)?;
+                Some(Run {
+                    bytes,
+                    comp: c.secs,
+                    dec: d.secs,
+                })
+            })
+            .collect();
         let ratio = |c: u64| size as f64 / c.max(1) as f64;
         let kbs = |secs: f64| size as f64 / 1000.0 / secs.max(1e-9);
-        let cell =
-            |r: Option<(u64, f64)>, f: &dyn Fn((u64, f64)) -> String| r.map_or("-".into(), f);
         totals[0] += size;
         totals[1] += sep_size;
-        totals[2] += xz_r.map_or(0, |r| r.0);
-        totals[3] += zs_r.map_or(0, |r| r.0);
-        let row = format!(
-            "| {name} | {size} | {:.3} | {} | {} | {} | {:.0} | {:.0} | {} | {} | {} | {:.0} |\n",
-            ratio(sep_size),
-            cell(xz_r, &|r| format!("{:.3}", ratio(r.0))),
-            cell(zs_r, &|r| format!("{:.3}", ratio(r.0))),
-            cell(xz_r, &|r| format!("{:.3}", r.0 as f64 / sep_size as f64)),
-            kbs(comp.secs),
-            kbs(dec.secs),
-            cell(xz_r, &|r| format!("{:.0}", kbs(r.1))),
-            cell(zs_r, &|r| format!("{:.0}", kbs(r.1))),
-            zs_d.map_or("-".into(), |t| format!("{:.0}", kbs(t))),
-            comp.peak_kib.max(dec.peak_kib) as f64 / 1024.0,
-        );
+        let mut row = format!("| {name} | {size} | {:.3} |", ratio(sep_size));
+        for (i, r) in runs.iter().enumerate() {
+            totals[2 + i] += r.as_ref().map_or(0, |r| r.bytes);
+            row.push_str(&match r {
+                Some(r) => format!(" {:.3} |", ratio(r.bytes)),
+                None => " - |".into(),
+            });
+        }
+        row.push_str(&format!(" {:.0} | {:.0} |", kbs(comp.secs), kbs(dec.secs)));
+        for r in &runs {
+            row.push_str(&match r {
+                Some(r) => format!(" {:.0} / {:.0} |", kbs(r.comp), kbs(r.dec)),
+                None => " - |".into(),
+            });
+        }
+        row.push_str(&format!(
+            " {:.0} |\n",
+            comp.peak_kib.max(dec.peak_kib) as f64 / 1024.0
+        ));
         eprint!("{row}");
         table.push_str(&row);
     }
-    table.push_str(&format!(
-        "| **total** | {} | {:.3} | {} | {} | {} | | | | | | |\n",
-        totals[0],
-        totals[0] as f64 / totals[1].max(1) as f64,
-        if xz {
-            format!("{:.3}", totals[0] as f64 / totals[2].max(1) as f64)
-        } else {
-            "-".into()
-        },
-        if zstd {
-            format!("{:.3}", totals[0] as f64 / totals[3].max(1) as f64)
-        } else {
-            "-".into()
-        },
-        if xz {
-            format!("{:.3}", totals[2] as f64 / totals[1].max(1) as f64)
-        } else {
-            "-".into()
-        },
-    ));
+    table.push_str(&format!("| **total** | {} |", totals[0]));
+    for t in &totals[1..] {
+        table.push_str(&format!(" {:.3} |", totals[0] as f64 / (*t).max(1) as f64));
+    }
+    table.push_str(&" |".repeat(3 + anchors.len()));
+    table.push('\n');
     let cpu = fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {
@@ -263,12 +321,22 @@ fn main() {
         })
         .unwrap_or_else(|| "unknown CPU".into());
     let header = format!(
-        "Ratios are original/archive (higher is better); sep/xz is xz's archive size over sep's \
-         (above 1: sep is smaller). sep ran with {threads} threads (`-T`); xz and zstd single-threaded. \
-         Each time is the fastest of {reps} run(s). Machine: {cpu}, {cores} cores.\n\n"
+        "Ratios are original/archive (higher is better). sep ran with {threads} threads (`-T`), \
+         zpaq -m5 and bzip3 with their defaults (every core), xz and zstd single-threaded. \
+         Each time is the fastest of {reps} run(s); KB/s are of the original size. Machine: {cpu}, \
+         {cores} cores.\n\n"
     );
     println!("{header}{table}");
     if let Ok(out) = std::env::var("SEP_BENCH_OUT") {
         fs::write(&out, format!("{header}{table}")).expect("write SEP_BENCH_OUT");
     }
+}
+
+/// zpaq has no `--version`; it prints its usage (and exits 0) when run bare.
+fn zpaq_exists() -> bool {
+    Command::new("zpaq")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
 }

@@ -12,9 +12,11 @@ targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   mapfile -t targets < <(cargo +nightly fuzz list)
 fi
-seeds=target/fuzz-seeds
+# Seeds per run, so that runs side by side do not share them.
+seeds=target/fuzz-seeds/$$
 rm -rf "$seeds"
 python3 scripts/fuzz_seeds.py "$seeds"
+trap 'rm -rf "$seeds"' EXIT
 status=0
 for t in "${targets[@]}"; do
   corpus=target/fuzz-corpus/$t

@@ -246,15 +246,17 @@ pub mod internals {
                 };
                 let raw_len = u32::from_le_bytes([*a, *b, *c, *d]) as usize % (4 << 20);
                 // As a record is checked before its payload reaches a decoder; the neural
-                // codec's blocks kept short, which its decode speed makes slow to fuzz.
+                // codec's blocks kept short, which its decode speed makes slow to fuzz, and
+                // cut into short lanes so that short blocks reach the lane paths.
                 let neural = codec == crate::Codec::Neural;
                 if raw_len == 0
                     || neural && !crate::format::neural_fits(raw_len as u64, payload.len() as u64)
-                    || neural && raw_len > 1 << 16
+                    || neural && raw_len > 1 << 13
                 {
                     return;
                 }
-                let neural = crate::codecs::neural::NeuralConfig::default();
+                let mut neural = crate::codecs::neural::NeuralConfig::default();
+                neural.params.min_lane = 512;
                 let backend = crate::codecs::neural::CpuBackend::default();
                 let decoder = crate::codecs::Decoder {
                     neural: &neural,

@@ -12,7 +12,9 @@
 //! payload of the plain values, length (`u32`) + the gaps' raw bits (least significant first),
 //! then the rANS stream of the event symbols.
 
-use super::adaptive::{batch_end, put_prefixed, put_values_and_tail, PayloadReader, Table, STATES};
+use super::adaptive::{
+    batch_end, put_prefixed, put_values_and_tail, PayloadReader, Table, MAX_BATCH, STATES,
+};
 use super::ibp::{bit_length, BitReader, BitWriter};
 use super::planes::read;
 use super::DType;
@@ -253,31 +255,43 @@ pub fn decode(
     }
     let inner = f.prefixed()?;
     let raw = f.prefixed()?;
-    let (mut st, mut words) = rans::Decoder::new(f.rest, STATES)?.split();
-    let mut syms = vec![0u16; events];
-    let mut tab = Table::new(CLASSES * (size + 1), CLASSES * (size + 1), true);
-    let mut end = batch_end(0);
-    tab.get_span(&mut st, &mut words, 0, &mut end, &mut syms)?;
-    rans::Decoder::join(st, words).finish()?;
-    // The plain values go to the end of the room the block takes; they are then moved to their
-    // places, each hit written in the room left before them (every hit needs a value's).
-    let room = (n - m) * w;
-    let start = out.len();
-    out.reserve(raw_len);
-    out.resize(start + room, 0);
-    super::decode_append(inner, m * w, out, &mut |_| {})?;
-    if out.len() != start + n * w {
+    // The plain values are decoded apart, then merged with the hits into `out` event by event,
+    // the events decoded a batch at a time: memory grows with the bytes decoded, whatever the
+    // counts claim.
+    let mut plain = Vec::new();
+    super::decode_append(inner, m * w, &mut plain, &mut |_| {})?;
+    if plain.len() != m * w {
         return Err(corrupt("plain values do not fill the block"));
     }
+    let (mut st, mut words) = rans::Decoder::new(f.rest, STATES)?.split();
+    let mut tab = Table::new(CLASSES * (size + 1), CLASSES * (size + 1), true);
+    let mut end = batch_end(0);
+    let mut syms = [0u16; MAX_BATCH];
     let mut bits = BitReader::new(raw);
-    let block = &mut out[start..];
-    match w {
-        4 => expand::<4>(&syms, size, &mut bits, room, block, seen)?,
-        _ => expand::<8>(&syms, size, &mut bits, room, block, seen)?,
+    let mut merge = Merge {
+        list: List::new(size),
+        read: 0,
+        hits_left: n - m,
+        shown: out.len(),
+    };
+    for at in (0..events).step_by(MAX_BATCH) {
+        let k = MAX_BATCH.min(events - at);
+        tab.get_span(&mut st, &mut words, at, &mut end, &mut syms[..k])?;
+        match w {
+            4 => merge.events::<4>(&syms[..k], &mut bits, &plain, out, seen)?,
+            _ => merge.events::<8>(&syms[..k], &mut bits, &plain, out, seen)?,
+        }
     }
+    rans::Decoder::join(st, words).finish()?;
     if bits.overrun() || bits.consumed() != raw.len() {
         return Err(corrupt("gap bits do not match the events"));
     }
+    if merge.hits_left != 0 {
+        return Err(corrupt("hits do not match the values"));
+    }
+    // The plain values after the last event.
+    out.extend_from_slice(&plain[merge.read..]);
+    seen(&out[merge.shown..]);
     out.extend_from_slice(tail);
     seen(tail);
     Ok(())
@@ -286,57 +300,63 @@ pub fn decode(
 /// Bytes written before `seen` is given them (small pieces cost the checksum more).
 const SEEN_PIECE: usize = 16 << 10;
 
-/// Moves the plain values, which start at `from` in `buf`, to the start of it, each event (a
-/// keep or hit) after its gap; `seen` gets the values in order.
-fn expand<const W: usize>(
-    syms: &[u16],
-    size: usize,
-    bits: &mut BitReader,
-    from: usize,
-    buf: &mut [u8],
-    seen: &mut dyn FnMut(&[u8]),
-) -> Result<()> {
-    let mut list = List::new(size);
-    // Plain values are read at `r` and written at `w` (w <= r), the values up to `shown`
-    // given to `seen`.
-    let (mut r, mut w, mut shown) = (from, 0, 0);
-    for &s in syms {
-        let (class, kind) = (s as usize / (size + 1), s as usize % (size + 1));
-        let gap = match class {
-            0 | 1 => class,
-            c => bits.get_below_top(c as u32) as usize,
-        };
-        let len = gap
-            .checked_mul(W)
-            .filter(|&l| l <= buf.len() - r)
-            .ok_or_else(|| corrupt("gap past the plain values"))?;
-        buf.copy_within(r..r + len, w);
-        (r, w) = (r + len, w + len);
-        if kind == 0 {
-            if buf.len() - r < W {
-                return Err(corrupt("keep past the plain values"));
+/// The decoder's merge of plain values and events into the output.
+struct Merge {
+    list: List,
+    /// Plain values taken so far (bytes).
+    read: usize,
+    /// Hits the counts leave for the events still to come.
+    hits_left: usize,
+    /// End of the output given to `seen`.
+    shown: usize,
+}
+
+impl Merge {
+    /// Appends to `out` each event of `syms` (a keep or hit) after its gap of plain values;
+    /// `seen` gets the output in pieces, in order.
+    fn events<const W: usize>(
+        &mut self,
+        syms: &[u16],
+        bits: &mut BitReader,
+        plain: &[u8],
+        out: &mut Vec<u8>,
+        seen: &mut dyn FnMut(&[u8]),
+    ) -> Result<()> {
+        let size = self.list.size;
+        for &s in syms {
+            let (class, kind) = (s as usize / (size + 1), s as usize % (size + 1));
+            let gap = match class {
+                0 | 1 => class,
+                c => bits.get_below_top(c as u32) as usize,
+            };
+            let len = gap
+                .checked_mul(W)
+                .filter(|&l| l <= plain.len() - self.read)
+                .ok_or_else(|| corrupt("gap past the plain values"))?;
+            out.extend_from_slice(&plain[self.read..self.read + len]);
+            self.read += len;
+            if kind == 0 {
+                if plain.len() - self.read < W {
+                    return Err(corrupt("keep past the plain values"));
+                }
+                let v = &plain[self.read..self.read + W];
+                self.list.keep(read::<W>(v));
+                out.extend_from_slice(v);
+                self.read += W;
+            } else {
+                if kind > self.list.len || self.hits_left == 0 {
+                    return Err(corrupt("hit out of place"));
+                }
+                self.hits_left -= 1;
+                out.extend_from_slice(&self.list.hit(kind - 1).to_le_bytes()[..W]);
             }
-            list.keep(read::<W>(&buf[r..]));
-            buf.copy_within(r..r + W, w);
-            (r, w) = (r + W, w + W);
-        } else {
-            if kind > list.len || r - w < W {
-                return Err(corrupt("hit out of place"));
+            if out.len() - self.shown >= SEEN_PIECE {
+                seen(&out[self.shown..]);
+                self.shown = out.len();
             }
-            buf[w..w + W].copy_from_slice(&list.hit(kind - 1).to_le_bytes()[..W]);
-            w += W;
         }
-        if w - shown >= SEEN_PIECE {
-            seen(&buf[shown..w]);
-            shown = w;
-        }
+        Ok(())
     }
-    // The plain values after the last event are in place once every hit is written.
-    if r != w {
-        return Err(corrupt("hits do not match the values"));
-    }
-    seen(&buf[shown..]);
-    Ok(())
 }
 
 #[cfg(test)]
