@@ -6,6 +6,7 @@
 pub mod float;
 pub mod neural;
 pub mod stored;
+pub mod x86;
 pub mod zstd;
 
 use crate::error::{Error, Result};

@@ -6,7 +6,6 @@
 
 pub mod kernels;
 
-/// Determinism version of the engine (kernels and model update schedule); archives record it
-/// and decoders refuse other versions. 2: the network takes an Adam step every second step when
-/// one step fills a batch.
-pub const ENGINE_VERSION: u32 = 2;
+/// Determinism version of the engine (kernels, the predictor's fixed parts and its update
+/// schedule); archives record it and decoders refuse other versions.
+pub const ENGINE_VERSION: u32 = 3;

@@ -12,7 +12,7 @@ pub const MAGIC: [u8; 4] = [0x89, b'S', b'E', b'P'];
 /// Last bytes of every archive.
 pub const END_MAGIC: [u8; 4] = [b'S', b'E', b'P', 0x89];
 /// Format version written by this build, the only one it reads (FORMAT.md states the policy).
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 /// Largest block size an archive may declare.
 pub const MAX_BLOCK_SIZE: u64 = 1 << 30;
 /// Most original bytes a neural block may hold per byte of its payload: it bounds the work an

@@ -22,10 +22,13 @@ fn kept_fuzz_inputs_and_golden_archives_never_panic() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let targets = targets();
     assert!(targets.len() >= 12, "{targets:?}");
-    let golden: Vec<Vec<u8>> = std::fs::read_dir(root.join("tests/data/golden/v1"))
-        .unwrap()
-        .map(|e| std::fs::read(e.unwrap().path()).unwrap())
-        .collect();
+    let golden: Vec<Vec<u8>> = std::fs::read_dir(root.join(format!(
+        "tests/data/golden/v{}",
+        sep::internals::format::VERSION
+    )))
+    .unwrap()
+    .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+    .collect();
     assert!(!golden.is_empty());
     for target in &targets {
         for archive in &golden {

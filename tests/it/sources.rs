@@ -203,3 +203,25 @@ fn stored_blocks_decode_into_a_vector() {
     assert_eq!(held, b"held");
     assert!(sep::decompress_bytes(&bad, std::io::sink(), &o).is_err());
 }
+
+#[test]
+fn machine_code_takes_the_x86_transform_and_decodes_anywhere() {
+    // This test's own executable: x86-64 code, whose calls the neural codec makes absolute.
+    let exe = fs::read(std::env::current_exe().unwrap()).unwrap();
+    let window = 192 << 10;
+    let data = (0..exe.len().saturating_sub(window))
+        .step_by(64 << 10)
+        .map(|at| &exe[at..at + window])
+        .find(|w| sep::internals::codecs::x86::detect(w))
+        .expect("no x86 code found");
+    let mut archive = Vec::new();
+    sep::compress_bytes(data, &mut archive, &opts(2, Level::detect(), 64 << 10)).unwrap();
+    let info = sep::inspect(std::io::Cursor::new(&archive)).unwrap();
+    assert!(info.blocks.iter().any(|b| b.codec.name() == "neural"));
+    for (threads, kernels) in [(1, Level::Scalar), (3, Level::detect())] {
+        let mut out = Vec::new();
+        sep::decompress_to_vec(&archive, &mut out, &opts(threads, kernels, 1 << 20)).unwrap();
+        assert!(out == data, "{threads} threads, {kernels:?}");
+    }
+    sep::set_simd_level(Level::detect());
+}

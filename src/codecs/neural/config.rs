@@ -83,13 +83,14 @@ impl NeuralConfig {
     /// Short human-readable description.
     pub fn describe(&self) -> String {
         let c = &self.params;
+        let net = match c.net.hidden {
+            0 => "no network".to_string(),
+            h => format!("backbone {} ({h} hidden)", self.backbone.name()),
+        };
         format!(
-            "backbone {} ({} hidden); context mixing of orders 2-12, words, sparse, column and \
+            "{net}; context mixing of bit histories of orders 2-12, words, sparse, column and \
              match experts; lanes <= {}, >= {} bytes each",
-            self.backbone.name(),
-            c.net.hidden,
-            c.max_lanes,
-            c.min_lane
+            c.max_lanes, c.min_lane
         )
     }
 }

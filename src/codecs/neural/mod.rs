@@ -4,8 +4,8 @@
 //! predictor on the worker (the producer) while a second thread range-codes its predictions;
 //! decoding codes inline, since each prediction needs the bit before it.
 //!
-//! Payload: lane count (`u16`), each lane's coded length (`u32`), then the lanes' range-coded
-//! streams (FORMAT.md, codec 1).
+//! Payload: transforms (`u8`: bit 0, the x86 call transform), lane count (`u16`), each lane's
+//! coded length (`u32`), then the lanes' range-coded streams (FORMAT.md, codec 1).
 
 mod backend;
 mod cm;
@@ -14,6 +14,7 @@ mod experts;
 pub mod lanes;
 pub mod net;
 mod predictor;
+mod states;
 
 pub use backend::{Arena, Backend, CpuBackend};
 pub use config::{Backbone, NeuralConfig};
@@ -45,6 +46,17 @@ pub fn encode(
     ws: Workspace,
     progress: ProgressFn,
 ) -> (Vec<u8>, Workspace) {
+    let x86 = super::x86::detect(data);
+    let transformed;
+    let data = match x86 {
+        true => {
+            let mut t = data.to_vec();
+            super::x86::encode(&mut t);
+            transformed = t;
+            &transformed[..]
+        }
+        false => data,
+    };
     let mut model = Predictor::new_in(cfg, data.len(), ws);
     let lanes = model.lanes();
     let (full_tx, full_rx) = bounded::<Vec<u64>>(QUEUE);
@@ -101,7 +113,8 @@ pub fn encode(
             .unwrap_or_else(|p| std::panic::resume_unwind(p))
     });
     let mut out =
-        Vec::with_capacity(2 + 4 * streams.len() + streams.iter().map(Vec::len).sum::<usize>());
+        Vec::with_capacity(3 + 4 * streams.len() + streams.iter().map(Vec::len).sum::<usize>());
+    out.push(x86 as u8);
     out.extend_from_slice(&(lanes.count as u16).to_le_bytes());
     for s in &streams {
         out.extend_from_slice(&(s.len() as u32).to_le_bytes());
@@ -125,7 +138,15 @@ pub fn decode(
     let mut model = Predictor::new_in(cfg, raw_len, ws);
     let start = out.len();
     out.resize(start + raw_len, 0);
-    let done = decode_with(&mut model, payload, &mut out[start..], progress);
+    let done = match payload.split_first() {
+        Some((&t, rest)) if t <= 1 => decode_with(&mut model, rest, &mut out[start..], progress)
+            .map(|()| {
+                if t == 1 {
+                    super::x86::decode(&mut out[start..]);
+                }
+            }),
+        _ => Err(Error::Corrupt("neural block: unknown transforms".into())),
+    };
     if done.is_err() {
         out.truncate(start);
     }

@@ -1,18 +1,27 @@
 //! The sep predictor. Per byte, each lane's contexts (orders 2-12, words, sparse, aligned and
-//! column patterns) select adaptive bit counters; per bit, their stretched probabilities, dense
-//! order-0/1 counters, a match model and the neural network's byte prediction are mixed by three
-//! gated logistic mixers and a second-layer mixer, then refined by two adaptive probability maps. Everything trains online, one byte per lane per step, and the decoder
+//! column patterns) select bit histories (one byte per node of a nibble's bit tree, in a hash
+//! table shared by every context); per bit, each history's learnt probability, dense order-0/1
+//! counters, a match model, a chain in which each order refines the order below it, and the
+//! neural network's byte prediction (where the configuration has one) are mixed by four gated
+//! logistic mixers and a second-layer mixer, then refined by three adaptive probability maps
+//! (orders 0, 1 and 2). Everything trains online, one byte per lane per step, and the decoder
 //! replays it exactly. Lanes share all statistics and are processed in lane order.
 
 use super::cm::{counter_p12, counter_update, stretch, stretch_table, Apm, Mixer, COUNTER_INIT};
 use super::experts::{context_hash, LaneState, MatchTable, HASHED, N_HASHED};
 use super::lanes::Lanes;
 use super::net::{Net, NetConfig};
+use super::states::{Histories, HistoryMap};
 
-/// Mixer inputs: hashed contexts, order 0, order 1, match, network, bias.
-const N_IN: usize = N_HASHED + 5;
-/// Counter limits: hashed contexts adapt faster than the dense low orders.
-const LIMIT_HASHED: u32 = 255;
+/// Mixer inputs: hashed contexts, order 0, order 1, match, network, bias, match strength,
+/// chain.
+const N_IN: usize = N_HASHED + 7;
+/// Learning rate of the chain's weights.
+const CHAIN_LR: f32 = 0.02;
+/// The hashed contexts that are orders (the first ones, lowest first): the refinement chain's
+/// stages, and what the novelty of a context is counted over.
+const ORDERS: usize = 7;
+/// Counter limit of the dense low orders.
 const LIMIT_DENSE: u32 = 1023;
 
 /// Settings of the predictor, recorded in the archive header.
@@ -33,11 +42,17 @@ pub struct Params {
 impl Default for Params {
     fn default() -> Self {
         Params {
-            max_lanes: 16,
+            // One lane: lanes cut the history each byte is predicted from; they pay only where
+            // a network is batched over them.
+            max_lanes: 1,
             min_lane: 32 << 10,
             mix_lr: 20,
             mix_lr_start: 300,
-            net: NetConfig::default(),
+            // No network: it costs most of the time for little of the ratio on a CPU.
+            net: NetConfig {
+                hidden: 0,
+                ..NetConfig::default()
+            },
         }
     }
 }
@@ -55,6 +70,8 @@ struct LaneBits {
     nib: u32,
     /// Byte before the current one.
     b1: u32,
+    /// The two bytes before the current one, hashed for the order-2 probability map.
+    h2: u32,
     /// Byte predicted by the match model, if any.
     match_byte: Option<u8>,
     /// Whether the match still agrees with the bits seen.
@@ -69,9 +86,10 @@ struct LaneBits {
 #[derive(Default)]
 pub struct Workspace {
     hist: Vec<u8>,
-    slots: Vec<u32>,
+    slots: Vec<u8>,
     matches: Vec<u32>,
-    apm: Vec<u16>,
+    apm_order1: Vec<u16>,
+    apm_order2: Vec<u16>,
 }
 
 /// The predictor state of one block.
@@ -81,25 +99,35 @@ pub struct Predictor {
     states: Vec<LaneState>,
     bits: Vec<LaneBits>,
     matches: MatchTable,
-    slots: Vec<u32>,
+    slots: Vec<u8>,
     slot_mask: usize,
+    maps: Vec<HistoryMap>,
     t0: Vec<u32>,
     t1: Vec<u32>,
     tm: Vec<u32>,
     mix_a: Mixer,
     mix_b: Mixer,
     mix_c: Mixer,
+    mix_d: Mixer,
     mix_final: Mixer,
     apm_a: Apm,
     apm_b: Apm,
+    apm_c: Apm,
     x: [f32; N_IN],
+    /// The chain's weight pairs, per stage and bit history.
+    chain_w: Vec<[f32; 2]>,
+    /// Per stage: weight index, input and output of the last prediction.
+    chain_at: [(usize, f32, f32); ORDERS],
     net: Option<Net>,
     net_cdf: Vec<f32>,
     net_match: Vec<(Option<u8>, usize)>,
 }
 
-/// Slot layout: 16 u32, element 0 is the check tag, 1..16 the counters of a nibble's bit tree.
+/// Slot layout: 16 bytes, byte 0 is the check tag (0: empty), 1..16 the bit histories of a
+/// nibble's bit tree.
 const SLOT: usize = 16;
+/// Most slots of a model (log2).
+const SLOTS_MAX_LOG: u32 = 24;
 
 impl Predictor {
     /// Gives the model's large tables back for the next block.
@@ -108,7 +136,8 @@ impl Predictor {
             hist: self.hist,
             slots: self.slots,
             matches: self.matches.into_buffer(),
-            apm: self.apm_b.into_buffer(),
+            apm_order1: self.apm_b.into_buffer(),
+            apm_order2: self.apm_c.into_buffer(),
         }
     }
 
@@ -118,13 +147,14 @@ impl Predictor {
         let lanes = Lanes::new(len, cfg.max_lanes as usize, cfg.min_lane as usize);
         // Slots shared by all hashed contexts, scaled to the block: 2^12..=2^21 (128 MiB).
         let want = len.saturating_mul(4).max(1).next_power_of_two();
-        let n_slots = want.clamp(1 << 12, 1 << 21);
+        let n_slots = want.clamp(1 << 12, 1 << SLOTS_MAX_LOG);
         let blank = LaneBits {
             ctx: [0; N_HASHED],
             slot: [0; N_HASHED],
             c0: 1,
             nib: 1,
             b1: 0,
+            h2: 0,
             match_byte: None,
             match_ok: false,
             match_bucket: 0,
@@ -134,8 +164,7 @@ impl Predictor {
         let lr0 = cfg.mix_lr_start as f32 * 1e-4;
         let mut slots = ws.slots;
         slots.clear();
-        slots.resize(n_slots * SLOT, COUNTER_INIT);
-        slots.iter_mut().step_by(SLOT).for_each(|c| *c = 0);
+        slots.resize(n_slots * SLOT, 0);
         let mut hist = ws.hist;
         hist.clear();
         hist.resize(len, 0);
@@ -147,16 +176,21 @@ impl Predictor {
             matches: MatchTable::new_in(len, ws.matches),
             slots,
             slot_mask: n_slots - 1,
+            maps: (0..N_HASHED).map(|_| HistoryMap::new()).collect(),
             t0: vec![COUNTER_INIT; 256],
             t1: vec![COUNTER_INIT; 65536],
             tm: vec![COUNTER_INIT; 64 * 2],
             mix_a: Mixer::new(N_IN, 256, lr, lr0, 0.3),
             mix_b: Mixer::new(N_IN, 16 * 8, lr, lr0, 0.3),
             mix_c: Mixer::new(N_IN, 256 * 4, lr, lr0, 0.3),
-            mix_final: Mixer::new(3, 256, lr * 0.5, lr0 * 0.5, 1.0 / 3.0),
+            mix_d: Mixer::new(N_IN, 8 * 8 * 4, lr, lr0, 0.3),
+            mix_final: Mixer::new(4, 256, lr * 0.5, lr0 * 0.5, 0.25),
             apm_a: Apm::new(256, 7),
-            apm_b: Apm::new_in(65536, 7, ws.apm),
+            apm_b: Apm::new_in(65536, 7, ws.apm_order1),
+            apm_c: Apm::new_in(1 << 18, 7, ws.apm_order2),
             x: [0.0; N_IN],
+            chain_w: vec![[1.0, 0.0]; ORDERS * 256],
+            chain_at: [(0, 0.0, 0.0); ORDERS],
             net: (cfg.net.hidden > 0).then(|| Net::new(cfg.net, lanes.count)),
             net_cdf: vec![0.0; lanes.count * 257],
             net_match: vec![(None, 0); lanes.count],
@@ -186,6 +220,12 @@ impl Predictor {
             } else {
                 0
             };
+            let b2 = if pos > start + 1 {
+                self.hist[pos - 2] as u32
+            } else {
+                0
+            };
+            lb.h2 = ((lb.b1 | b2 << 8).wrapping_mul(0x9E37_79B1) >> 22) << 8;
             lb.match_byte = MatchTable::predicted(&self.hist, ls, |q| lanes.known(q, step));
             lb.match_ok = lb.match_byte.is_some();
             lb.match_bucket = if lb.match_ok { ls.bucket() } else { 0 };
@@ -213,18 +253,19 @@ impl Predictor {
             let h = lb.ctx[k].wrapping_add((lb.c0 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
             let h = h ^ (h >> 29);
             let i = (h as usize) & self.slot_mask & !1;
-            let check = ((h >> 32) as u32) | 1;
+            let check = ((h >> 56) as u8) | 1;
             let (a, b) = (i * SLOT, (i + 1) * SLOT);
             let chosen = if self.slots[a] == check {
                 a
             } else if self.slots[b] == check {
                 b
             } else {
-                // Replace the less used of the two (count of its root counter), first on ties.
-                let used = |s: usize| self.slots[s + 1] & 1023;
+                // Replace the less used of the two (observations of its root), first on ties.
+                let hist = Histories::get();
+                let used = |s: usize| hist.total(self.slots[s + 1]);
                 let v = if used(b) < used(a) { b } else { a };
                 self.slots[v] = check;
-                self.slots[v + 1..v + SLOT].fill(COUNTER_INIT);
+                self.slots[v + 1..v + SLOT].fill(0);
                 v
             };
             lb.slot[k] = chosen;
@@ -239,18 +280,35 @@ impl Predictor {
         let st = stretch_table();
         let lb = &self.bits[l];
         let x = &mut self.x;
+        let mut seen = 0;
         for k in 0..N_HASHED {
-            x[k] = st[counter_p12(self.slots[lb.slot[k] + lb.nib as usize])];
+            let s = self.slots[lb.slot[k] + lb.nib as usize];
+            seen += (k < ORDERS && s != 0) as usize;
+            x[k] = st[self.maps[k].p12(s)];
         }
         x[N_HASHED] = st[counter_p12(self.t0[lb.c0 as usize])];
         x[N_HASHED + 1] = st[counter_p12(self.t1[(lb.b1 as usize) << 8 | lb.c0 as usize])];
+        // The chain: each order's bit history scales and shifts the order below's prediction.
+        let mut v = x[N_HASHED + 1];
+        for k in 0..ORDERS {
+            let i = k * 256 + self.slots[lb.slot[k] + lb.nib as usize] as usize;
+            let w = self.chain_w[i];
+            let out = (w[0] * v + w[1]).clamp(-15.0, 15.0);
+            self.chain_at[k] = (i, v, out);
+            v = out;
+        }
+        x[N_HASHED + 6] = v;
         let bitpos = 31 - lb.c0.leading_zeros(); // bits already seen, 0..=7
-        x[N_HASHED + 2] = match (lb.match_ok, lb.match_byte) {
+        (x[N_HASHED + 2], x[N_HASHED + 5]) = match (lb.match_ok, lb.match_byte) {
             (true, Some(mb)) => {
                 let expect = ((mb as u32) >> (7 - bitpos)) & 1;
-                st[counter_p12(self.tm[lb.match_bucket * 2 + expect as usize])]
+                let sign = if expect == 1 { 1.0 } else { -1.0 };
+                (
+                    st[counter_p12(self.tm[lb.match_bucket * 2 + expect as usize])],
+                    sign * lb.match_bucket as f32 * 0.25,
+                )
             }
-            _ => 0.0,
+            _ => (0.0, 0.0),
         };
         x[N_HASHED + 3] = if self.net.is_some() {
             let cdf = &self.net_cdf[l * 257..l * 257 + 257];
@@ -270,25 +328,38 @@ impl Predictor {
         let (sa, _) = self.mix_a.mix(x, lb.c0 as usize);
         let (sb, _) = self.mix_b.mix(x, lb.match_bucket * 8 + bitpos as usize);
         let (sc, _) = self.mix_c.mix(x, (lb.b1 * 4 + lb.pos_mod) as usize);
-        let (s, _) = self.mix_final.mix(&[sa, sb, sc], lb.c0 as usize);
+        // Weight set by how many orders have seen this context, the bit, whether a match
+        // predicts, and whether the byte before is ASCII.
+        let novelty = (seen * 8 + bitpos as usize) * 4;
+        let (sd, _) = self.mix_d.mix(
+            x,
+            novelty + (lb.match_bucket > 0) as usize * 2 + (lb.b1 >= 128) as usize,
+        );
+        let (s, _) = self.mix_final.mix(&[sa, sb, sc, sd], lb.c0 as usize);
         let p = super::cm::squash(s);
         // SAFETY of the cast: p is in (0, 1), so p * 65536 is finite and in range.
         let p16 = unsafe { (p * 65536.0).to_int_unchecked::<i32>() }.clamp(1, 65535) as u32;
         let pa = self.apm_a.refine(s, lb.c0 as usize);
         let pb = self.apm_b.refine(s, (lb.c0 | lb.b1 << 8) as usize);
-        ((p16 * 2 + pa + pb) / 4).clamp(1, 65535)
+        let pc = self.apm_c.refine(s, (lb.c0 | lb.h2) as usize);
+        ((p16 * 2 + pa + pb + 2 * pc) / 6).clamp(1, 65535)
     }
 
     /// Learns lane `l`'s bit (after `predict_bit`).
     pub fn update_bit(&mut self, l: usize, bit: bool) {
         let b = bit as u32;
         let lb = &mut self.bits[l];
+        for &(i, input, out) in &self.chain_at {
+            let err = (b as f32 - super::cm::squash(out)) * CHAIN_LR;
+            let w = &mut self.chain_w[i];
+            w[0] += err * input;
+            w[1] += err;
+        }
+        let hist = Histories::get();
         for k in 0..N_HASHED {
-            counter_update(
-                &mut self.slots[lb.slot[k] + lb.nib as usize],
-                b,
-                LIMIT_HASHED,
-            );
+            let s = &mut self.slots[lb.slot[k] + lb.nib as usize];
+            *s = hist.next(*s, b);
+            self.maps[k].update(b);
         }
         counter_update(&mut self.t0[lb.c0 as usize], b, LIMIT_DENSE);
         counter_update(
@@ -311,9 +382,11 @@ impl Predictor {
         self.mix_a.update(b);
         self.mix_b.update(b);
         self.mix_c.update(b);
+        self.mix_d.update(b);
         self.mix_final.update(b);
         self.apm_a.update(b);
         self.apm_b.update(b);
+        self.apm_c.update(b);
         lb.c0 = (lb.c0 << 1) | b;
         lb.nib = (lb.nib << 1) | b;
         if lb.nib >= 16 {
