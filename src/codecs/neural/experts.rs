@@ -12,6 +12,12 @@ pub enum ContextKind {
     Word,
     /// The previous and the current word.
     Words2,
+    /// The word before the previous one and the current word.
+    WordSkip,
+    /// The position in the text line and the byte above it in the line before.
+    LineColumn,
+    /// The byte above in the line before, the one after it, and the byte before.
+    LineAbove,
     /// The `n` bytes before the predicted one and its position modulo 4 (aligned binary data).
     Aligned(usize),
     /// The bytes one and two records above (record length detected from the data).
@@ -21,7 +27,7 @@ pub enum ContextKind {
 }
 
 /// The hashed experts, in weight-table order.
-pub const HASHED: [ContextKind; 19] = [
+pub const HASHED: [ContextKind; 22] = [
     ContextKind::Order(2),
     ContextKind::Order(3),
     ContextKind::Order(4),
@@ -41,6 +47,9 @@ pub const HASHED: [ContextKind; 19] = [
     ContextKind::ColumnLeft,
     ContextKind::Aligned(4),
     ContextKind::Sparse(0b1111_0000),
+    ContextKind::WordSkip,
+    ContextKind::LineColumn,
+    ContextKind::LineAbove,
 ];
 /// Number of hashed experts.
 pub const N_HASHED: usize = HASHED.len();
@@ -58,6 +67,10 @@ pub struct LaneState {
     pub misses: u32,
     word: u64,
     prev_word: u64,
+    prev_word2: u64,
+    /// Start of the current line and of the line before (positions in the block).
+    line: usize,
+    prev_line: usize,
     /// Detected record length (0: none).
     pub record: usize,
     rec_candidate: usize,
@@ -74,6 +87,9 @@ impl Default for LaneState {
             misses: 0,
             word: 0,
             prev_word: 0,
+            prev_word2: 0,
+            line: 0,
+            prev_line: 0,
             record: 0,
             rec_candidate: 0,
             rec_count: 0,
@@ -150,6 +166,29 @@ pub fn context_hash(
             );
         }
         ContextKind::Words2 => h = mix(mix(h, ls.word), ls.prev_word),
+        ContextKind::WordSkip => h = mix(mix(h, ls.word), ls.prev_word2),
+        ContextKind::LineColumn => {
+            let col = pos - ls.line.max(start);
+            let above = ls.prev_line + col;
+            let up = if above < ls.line && above >= start {
+                hist[above] as u64
+            } else {
+                0
+            };
+            h = mix(mix(h, col.min(255) as u64), up);
+        }
+        ContextKind::LineAbove => {
+            let col = pos - ls.line.max(start);
+            let above = ls.prev_line + col;
+            let up = |d: usize| {
+                if above + d < ls.line && above + d >= start {
+                    hist[above + d] as u64
+                } else {
+                    0
+                }
+            };
+            h = mix(mix(mix(h, up(0)), up(1)), back(hist, start, pos, 1));
+        }
         ContextKind::Aligned(n) => {
             for i in 1..=n {
                 h = mix(h, back(hist, start, pos, i));
@@ -210,8 +249,13 @@ impl MatchTable {
         if b.is_ascii_alphabetic() {
             ls.word = mix(ls.word.wrapping_add(K1), b.to_ascii_lowercase() as u64);
         } else if ls.word != 0 {
+            ls.prev_word2 = ls.prev_word;
             ls.prev_word = ls.word;
             ls.word = 0;
+        }
+        if b == b'\n' {
+            ls.prev_line = ls.line;
+            ls.line = pos + 1;
         }
         // Record length: a byte value recurring at the same distance three times in a row.
         let rel = (pos - start) as u32;

@@ -126,6 +126,8 @@ pub struct Predictor {
 /// Slot layout: 16 bytes, byte 0 is the check tag (0: empty), 1..16 the bit histories of a
 /// nibble's bit tree.
 const SLOT: usize = 16;
+/// Slots a context may take, side by side in one cache line.
+const WAYS: usize = 4;
 /// Most slots of a model (log2).
 const SLOTS_MAX_LOG: u32 = 24;
 
@@ -252,21 +254,24 @@ impl Predictor {
         for k in 0..N_HASHED {
             let h = lb.ctx[k].wrapping_add((lb.c0 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
             let h = h ^ (h >> 29);
-            let i = (h as usize) & self.slot_mask & !1;
+            let base = ((h as usize) & self.slot_mask & !(WAYS - 1)) * SLOT;
             let check = ((h >> 56) as u8) | 1;
-            let (a, b) = (i * SLOT, (i + 1) * SLOT);
-            let chosen = if self.slots[a] == check {
-                a
-            } else if self.slots[b] == check {
-                b
-            } else {
-                // Replace the less used of the two (observations of its root), first on ties.
-                let hist = Histories::get();
-                let used = |s: usize| hist.total(self.slots[s + 1]);
-                let v = if used(b) < used(a) { b } else { a };
-                self.slots[v] = check;
-                self.slots[v + 1..v + SLOT].fill(0);
-                v
+            let chosen = match (0..WAYS)
+                .map(|j| base + j * SLOT)
+                .find(|&a| self.slots[a] == check)
+            {
+                Some(a) => a,
+                None => {
+                    // Replace the least used (observations of its root), the first on ties.
+                    let hist = Histories::get();
+                    let v = (0..WAYS)
+                        .map(|j| base + j * SLOT)
+                        .min_by_key(|&a| hist.total(self.slots[a + 1]))
+                        .unwrap_or(base);
+                    self.slots[v] = check;
+                    self.slots[v + 1..v + SLOT].fill(0);
+                    v
+                }
             };
             lb.slot[k] = chosen;
         }
