@@ -47,7 +47,7 @@ fn counted<T>(f: impl FnOnce() -> T) -> (T, usize, usize) {
 
 #[test]
 fn workspaces_are_reused_across_blocks_and_steps_do_not_allocate() {
-    // Three different blocks of real-looking text, 96 KiB each (3 lanes, ~32K steps per block).
+    // Three different blocks of real-looking text, 96 KiB each (one lane: ~98K steps a block).
     let words = [
         "the ", "quick ", "brown ", "fox ", "jumps ", "over ", "lazy ", "dogs; ", "sep\n",
     ];
@@ -84,7 +84,7 @@ fn workspaces_are_reused_across_blocks_and_steps_do_not_allocate() {
             bytes * 4 < first_bytes,
             "block reallocated its tables: {bytes} vs {first_bytes}"
         );
-        // ~32K steps per block: any per-step allocation would show up as tens of thousands.
+        // ~98K steps per block: any per-step allocation would show up as tens of thousands.
         assert!(
             calls < 2_000,
             "{calls} allocations for one block (first: {first_calls})"

@@ -5,7 +5,7 @@
 use super::{decode, encode, NeuralConfig, ProgressFn, Workspace};
 use crate::error::Result;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 
 /// Runs the model over blocks.
 pub trait Backend: Sync {
@@ -22,31 +22,62 @@ pub trait Backend: Sync {
     ) -> Result<()>;
 }
 
-/// Workspaces shared by a backend's workers: taken for a block, given back after it.
+/// Workspaces shared by a backend's workers: taken for a block, given back after it. At most
+/// `WORKSPACES` exist, each up to ~300 MB for large blocks, so that coding stays within 1 GB
+/// whatever the number of workers (a worker with a neural block waits for a workspace; workers
+/// coding other blocks never do).
 #[derive(Default)]
 pub struct Arena {
     free: Mutex<Vec<Workspace>>,
+    returned: Condvar,
     created: AtomicUsize,
 }
 
-impl Arena {
-    /// A free workspace, or a new empty one if all are in use.
-    pub fn take(&self) -> Workspace {
-        let reused = self.free.lock().map(|mut f| f.pop()).unwrap_or(None);
-        reused.unwrap_or_else(|| {
-            self.created.fetch_add(1, Ordering::Relaxed);
-            Workspace::default()
-        })
-    }
+/// Most workspaces an arena creates.
+pub const WORKSPACES: usize = 2;
 
-    /// Returns a workspace for reuse.
-    pub fn put(&self, ws: Workspace) {
-        if let Ok(mut f) = self.free.lock() {
-            f.push(ws);
+impl Arena {
+    /// A free workspace, a new empty one if fewer than `WORKSPACES` exist, or else the first
+    /// one given back.
+    fn take(&self) -> Workspace {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(ws) = free.pop() {
+                return ws;
+            }
+            if self.created.load(Ordering::Relaxed) < WORKSPACES {
+                self.created.fetch_add(1, Ordering::Relaxed);
+                return Workspace::default();
+            }
+            free = self.returned.wait(free).unwrap_or_else(|e| e.into_inner());
         }
     }
 
-    /// Workspaces created so far (at most the number of blocks ever in flight at once).
+    /// Returns a workspace for reuse.
+    fn put(&self, ws: Workspace) {
+        self.free.lock().unwrap_or_else(|e| e.into_inner()).push(ws);
+        self.returned.notify_one();
+    }
+
+    /// Takes a workspace for `f`, which gives it back; if `f` panics instead, the workspace
+    /// is forgotten, so that another may be created and no waiting worker is left waiting.
+    pub fn with<T>(&self, f: impl FnOnce(Workspace) -> (T, Workspace)) -> T {
+        struct Lost<'a>(&'a Arena);
+        impl Drop for Lost<'_> {
+            fn drop(&mut self) {
+                self.0.created.fetch_sub(1, Ordering::Relaxed);
+                self.0.returned.notify_one();
+            }
+        }
+        let lost = Lost(self);
+        let (done, ws) = f(self.take());
+        std::mem::forget(lost);
+        self.put(ws);
+        done
+    }
+
+    /// Workspaces created so far (at most the number of blocks ever in flight at once, and at
+    /// most `WORKSPACES`).
     pub fn created(&self) -> usize {
         self.created.load(Ordering::Relaxed)
     }
@@ -61,9 +92,8 @@ pub struct CpuBackend {
 
 impl Backend for CpuBackend {
     fn encode(&self, data: &[u8], model: &NeuralConfig, progress: ProgressFn) -> Vec<u8> {
-        let (payload, ws) = encode(data, model.params, self.arena.take(), progress);
-        self.arena.put(ws);
-        payload
+        self.arena
+            .with(|ws| encode(data, model.params, ws, progress))
     }
 
     fn decode(
@@ -74,15 +104,38 @@ impl Backend for CpuBackend {
         progress: ProgressFn,
         out: &mut Vec<u8>,
     ) -> Result<()> {
-        let (done, ws) = decode(
-            payload,
-            raw_len,
-            model.params,
-            self.arena.take(),
-            progress,
-            out,
-        );
-        self.arena.put(ws);
-        done
+        self.arena
+            .with(|ws| decode(payload, raw_len, model.params, ws, progress, out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workspaces_are_capped_and_a_panic_frees_its_own() {
+        let arena = Arena::default();
+        std::thread::scope(|s| {
+            for _ in 0..6 {
+                s.spawn(|| {
+                    for _ in 0..20 {
+                        arena.with(|ws| {
+                            std::thread::yield_now();
+                            ((), ws)
+                        });
+                    }
+                });
+            }
+        });
+        assert_eq!(arena.created(), WORKSPACES);
+        // Every workspace lost to a panic: the next worker still gets one.
+        for _ in 0..WORKSPACES {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                arena.with(|_| -> ((), Workspace) { panic!("lost") })
+            }));
+            assert!(r.is_err());
+        }
+        arena.with(|ws| ((), ws));
     }
 }

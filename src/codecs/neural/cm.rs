@@ -1,7 +1,7 @@
 //! Bitwise context-mixing primitives: adaptive bit counters, stretch/squash, a gated logistic
 //! mixer and an adaptive probability map (SSE). Integer or fixed-order float arithmetic only.
 
-use crate::engine::kernels::{bound, exp_fixed, ln_fixed};
+use crate::engine::kernels::{bound, dot_fixed, exp_fixed, ln_fixed};
 use std::sync::OnceLock;
 
 /// Bits of a counter's probability.
@@ -100,11 +100,7 @@ impl Mixer {
         self.sel = sel * self.n;
         self.x[..self.n].copy_from_slice(&x[..self.n]);
         let w = &self.w[self.sel..self.sel + self.n];
-        let mut dot = 0.0f32;
-        for (a, b) in w.iter().zip(x) {
-            dot += a * b;
-        }
-        let dot = bound(dot, -15.0, 15.0);
+        let dot = bound(dot_fixed(w, &x[..self.n]), -15.0, 15.0);
         self.p = squash(dot);
         (dot, self.p)
     }
