@@ -53,6 +53,8 @@ pub const HASHED: [ContextKind; 22] = [
 ];
 /// Number of hashed experts.
 pub const N_HASHED: usize = HASHED.len();
+/// Shortest record length detected (shorter periods are left to the aligned contexts).
+const RECORD_MIN: u32 = 4;
 /// Shortest match the match model looks up.
 const MATCH_MIN: usize = 6;
 
@@ -262,7 +264,7 @@ impl MatchTable {
         let last = ls.last_pos[b as usize];
         if last != u32::MAX {
             let d = rel - last;
-            if d > 1 && d == ls.last_dist[b as usize] {
+            if d >= RECORD_MIN && d == ls.last_dist[b as usize] {
                 if d as usize == ls.rec_candidate {
                     ls.rec_count += 1;
                     if ls.rec_count >= 4 {
