@@ -251,11 +251,18 @@ impl Predictor {
     /// Finds (or claims) the slots of lane `l`'s contexts for the nibble that starts now.
     fn select_slots(&mut self, l: usize) {
         let lb = &mut self.bits[l];
-        for k in 0..N_HASHED {
+        // Every context's cache line is asked for first, so that the memory fetches overlap.
+        let mut lines = [(0usize, 0u8); N_HASHED];
+        let mut touched = 0u8;
+        for (k, line) in lines.iter_mut().enumerate() {
             let h = lb.ctx[k].wrapping_add((lb.c0 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
             let h = h ^ (h >> 29);
             let base = ((h as usize) & self.slot_mask & !(WAYS - 1)) * SLOT;
-            let check = ((h >> 56) as u8) | 1;
+            *line = (base, ((h >> 56) as u8) | 1);
+            touched ^= self.slots[base];
+        }
+        std::hint::black_box(touched);
+        for (k, &(base, check)) in lines.iter().enumerate() {
             let chosen = match (0..WAYS)
                 .map(|j| base + j * SLOT)
                 .find(|&a| self.slots[a] == check)
