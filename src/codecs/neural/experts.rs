@@ -27,25 +27,21 @@ pub enum ContextKind {
 }
 
 /// The hashed experts, in weight-table order.
-pub const HASHED: [ContextKind; 22] = [
+pub const HASHED: [ContextKind; 18] = [
     ContextKind::Order(2),
     ContextKind::Order(3),
     ContextKind::Order(4),
-    ContextKind::Order(5),
     ContextKind::Order(6),
     ContextKind::Order(8),
     ContextKind::Order(12),
     ContextKind::Word,
     ContextKind::Words2,
-    ContextKind::Sparse(0b1110),
     ContextKind::Sparse(0b1010_1010),
     ContextKind::Sparse(0b10),
     ContextKind::Sparse(0b1100),
-    ContextKind::Aligned(1),
     ContextKind::Aligned(2),
     ContextKind::Column,
     ContextKind::ColumnLeft,
-    ContextKind::Aligned(4),
     ContextKind::Sparse(0b1111_0000),
     ContextKind::WordSkip,
     ContextKind::LineColumn,

@@ -20,7 +20,7 @@ const N_IN: usize = N_HASHED + 7;
 const CHAIN_LR: f32 = 0.02;
 /// The hashed contexts that are orders (the first ones, lowest first): the refinement chain's
 /// stages, and what the novelty of a context is counted over.
-const ORDERS: usize = 7;
+const ORDERS: usize = 6;
 /// Counter limit of the dense low orders.
 const LIMIT_DENSE: u32 = 1023;
 
