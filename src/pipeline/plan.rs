@@ -2,6 +2,7 @@
 //! blocks of at most the block size.
 
 use super::buffers::Buffers;
+use super::options::TENSOR_BLOCK_SIZE;
 use super::source::{Bytes, Source};
 use super::Options;
 use crate::choice::detect::{Kind, Segment};
@@ -106,7 +107,11 @@ impl Plan {
     /// Block length for a segment.
     fn block_len(&self, seg: &Segment) -> u64 {
         let len = (seg.len != UNTIL_END).then_some(seg.len);
-        let bs = block_size_for(self.max, len).min(self.cap);
+        let max = match seg.kind {
+            Kind::Tensor(_) => self.max.min(TENSOR_BLOCK_SIZE),
+            _ => self.max,
+        };
+        let bs = block_size_for(max, len).min(self.cap);
         match (seg.kind, len) {
             (Kind::Tensor(d), _) if bs >= d.width() as u64 => bs - bs % d.width() as u64,
             (Kind::General, Some(n)) => whole_lines(bs, n, self.max.min(self.cap)),

@@ -147,7 +147,7 @@ impl Predictor {
     /// so the result is identical to `new`).
     pub fn new_in(cfg: Params, len: usize, ws: Workspace) -> Self {
         let lanes = Lanes::new(len, cfg.max_lanes as usize, cfg.min_lane as usize);
-        // Slots shared by all hashed contexts, scaled to the block: 2^12..=2^21 (128 MiB).
+        // Slots shared by all hashed contexts, scaled to the block: 2^12..=2^24 (256 MiB).
         let want = len.saturating_mul(4).max(1).next_power_of_two();
         let n_slots = want.clamp(1 << 12, 1 << SLOTS_MAX_LOG);
         let blank = LaneBits {
