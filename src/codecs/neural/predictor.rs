@@ -113,6 +113,8 @@ pub struct Predictor {
     apm_a: Apm,
     apm_b: Apm,
     apm_c: Apm,
+    /// Bits of the order-2 map's hash of the two bytes before (more for longer blocks).
+    order2_bits: u32,
     x: [f32; N_IN],
     /// The chain's weight pairs, per stage and bit history.
     chain_w: Vec<[f32; 2]>,
@@ -162,6 +164,8 @@ impl Predictor {
             match_bucket: 0,
             pos_mod: 0,
         };
+        // The order-2 map grows with the block: 2^2 to 2^10 hashed contexts of 256 each.
+        let order2_bits = (len.max(1).ilog2()).saturating_sub(10).clamp(2, 10);
         let lr = cfg.mix_lr as f32 * 1e-4;
         let lr0 = cfg.mix_lr_start as f32 * 1e-4;
         let mut slots = ws.slots;
@@ -189,7 +193,8 @@ impl Predictor {
             mix_final: Mixer::new(4, 256, lr * 0.5, lr0 * 0.5, 0.25),
             apm_a: Apm::new(256, 7),
             apm_b: Apm::new_in(65536, 7, ws.apm_order1),
-            apm_c: Apm::new_in(1 << 18, 7, ws.apm_order2),
+            apm_c: Apm::new_in(256 << order2_bits, 7, ws.apm_order2),
+            order2_bits,
             x: [0.0; N_IN],
             chain_w: vec![[1.0, 0.0]; ORDERS * 256],
             chain_at: [(0, 0.0, 0.0); ORDERS],
@@ -227,7 +232,7 @@ impl Predictor {
             } else {
                 0
             };
-            lb.h2 = ((lb.b1 | b2 << 8).wrapping_mul(0x9E37_79B1) >> 22) << 8;
+            lb.h2 = ((lb.b1 | b2 << 8).wrapping_mul(0x9E37_79B1) >> (32 - self.order2_bits)) << 8;
             lb.match_byte = MatchTable::predicted(&self.hist, ls, |q| lanes.known(q, step));
             lb.match_ok = lb.match_byte.is_some();
             lb.match_bucket = if lb.match_ok { ls.bucket() } else { 0 };
