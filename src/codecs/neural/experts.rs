@@ -122,9 +122,21 @@ fn mix(h: u64, v: u64) -> u64 {
 
 /// Byte `i` back from `pos` within the lane starting at `start` (0 before the lane).
 #[inline]
-fn back(hist: &[u8], start: usize, pos: usize, i: usize) -> u64 {
+pub(super) fn back(hist: &[u8], start: usize, pos: usize, i: usize) -> u64 {
     if pos >= start + i {
         hist[pos - i] as u64
+    } else {
+        0
+    }
+}
+
+/// Byte `d` after the one above `pos` in the line before (0 where that line is shorter, or
+/// before the lane).
+#[inline]
+fn above(hist: &[u8], start: usize, pos: usize, ls: &LaneState, d: usize) -> u64 {
+    let q = ls.prev_line + (pos - ls.line.max(start)) + d;
+    if q < ls.line && q >= start {
+        hist[q] as u64
     } else {
         0
     }
@@ -167,24 +179,10 @@ pub fn context_hash(
         ContextKind::WordSkip => h = mix(mix(h, ls.word), ls.prev_word2),
         ContextKind::LineColumn => {
             let col = pos - ls.line.max(start);
-            let above = ls.prev_line + col;
-            let up = if above < ls.line && above >= start {
-                hist[above] as u64
-            } else {
-                0
-            };
-            h = mix(mix(h, col.min(255) as u64), up);
+            h = mix(mix(h, col.min(255) as u64), above(hist, start, pos, ls, 0));
         }
         ContextKind::LineAbove => {
-            let col = pos - ls.line.max(start);
-            let above = ls.prev_line + col;
-            let up = |d: usize| {
-                if above + d < ls.line && above + d >= start {
-                    hist[above + d] as u64
-                } else {
-                    0
-                }
-            };
+            let up = |d| above(hist, start, pos, ls, d);
             h = mix(mix(mix(h, up(0)), up(1)), back(hist, start, pos, 1));
         }
         ContextKind::Aligned(n) => {

@@ -8,7 +8,7 @@
 //! replays it exactly. Lanes share all statistics and are processed in lane order.
 
 use super::cm::{counter_p12, counter_update, stretch, stretch_table, Apm, Mixer, COUNTER_INIT};
-use super::experts::{context_hash, LaneState, MatchTable, HASHED, N_HASHED};
+use super::experts::{back, context_hash, LaneState, MatchTable, HASHED, N_HASHED};
 use super::lanes::Lanes;
 use super::net::{Net, NetConfig};
 use super::states::{Histories, HistoryMap};
@@ -227,11 +227,7 @@ impl Predictor {
             } else {
                 0
             };
-            let b2 = if pos > start + 1 {
-                self.hist[pos - 2] as u32
-            } else {
-                0
-            };
+            let b2 = back(&self.hist, start, pos, 2) as u32;
             lb.h2 = ((lb.b1 | b2 << 8).wrapping_mul(0x9E37_79B1) >> (32 - self.order2_bits)) << 8;
             lb.match_byte = MatchTable::predicted(&self.hist, ls, |q| lanes.known(q, step));
             lb.match_ok = lb.match_byte.is_some();
@@ -297,21 +293,21 @@ impl Predictor {
         let st = stretch_table();
         let lb = &self.bits[l];
         let x = &mut self.x;
-        let mut seen = 0;
+        let states: [u8; N_HASHED] =
+            std::array::from_fn(|k| self.slots[lb.slot[k] + lb.nib as usize]);
+        let seen = states[..ORDERS].iter().filter(|&&s| s != 0).count();
         for k in 0..N_HASHED {
-            let s = self.slots[lb.slot[k] + lb.nib as usize];
-            seen += (k < ORDERS && s != 0) as usize;
-            x[k] = st[self.maps[k].p12(s)];
+            x[k] = st[self.maps[k].p12(states[k])];
         }
         x[N_HASHED] = st[counter_p12(self.t0[lb.c0 as usize])];
         x[N_HASHED + 1] = st[counter_p12(self.t1[(lb.b1 as usize) << 8 | lb.c0 as usize])];
         // The chain: each order's bit history scales and shifts the order below's prediction.
         let mut v = x[N_HASHED + 1];
-        for k in 0..ORDERS {
-            let i = k * 256 + self.slots[lb.slot[k] + lb.nib as usize] as usize;
+        for (k, (&s, at)) in states.iter().zip(&mut self.chain_at).enumerate() {
+            let i = k * 256 + s as usize;
             let w = self.chain_w[i];
             let out = (w[0] * v + w[1]).clamp(-15.0, 15.0);
-            self.chain_at[k] = (i, v, out);
+            *at = (i, v, out);
             v = out;
         }
         x[N_HASHED + 6] = v;
@@ -373,10 +369,14 @@ impl Predictor {
             w[1] += err;
         }
         let hist = Histories::get();
-        for k in 0..N_HASHED {
-            let s = &mut self.slots[lb.slot[k] + lb.nib as usize];
+        // The histories as predicted from (two contexts may share a slot, which the first
+        // update then changes for the second).
+        let states: [u8; N_HASHED] =
+            std::array::from_fn(|k| self.slots[lb.slot[k] + lb.nib as usize]);
+        for ((map, &s), &slot) in self.maps.iter_mut().zip(&states).zip(&lb.slot) {
+            map.update(s, b);
+            let s = &mut self.slots[slot + lb.nib as usize];
             *s = hist.next(*s, b);
-            self.maps[k].update(b);
         }
         counter_update(&mut self.t0[lb.c0 as usize], b, LIMIT_DENSE);
         counter_update(

@@ -83,7 +83,6 @@ impl Histories {
 /// Maps bit histories to probabilities, one adaptive counter per history, learnt online.
 pub struct HistoryMap {
     p: Vec<u32>,
-    last: usize,
 }
 
 /// A map's counters slow down until this many observations.
@@ -101,20 +100,19 @@ impl HistoryMap {
                 ((p * (1u32 << 22) as f64) as u32).min((1 << 22) - 1) << 10
             })
             .collect();
-        HistoryMap { p, last: 0 }
+        HistoryMap { p }
     }
 
     /// Probability (12 bits) that the next bit is 1 after history `s`.
     #[inline(always)]
-    pub fn p12(&mut self, s: u8) -> usize {
-        self.last = s as usize;
-        counter_p12(self.p[self.last])
+    pub fn p12(&self, s: u8) -> usize {
+        counter_p12(self.p[s as usize])
     }
 
-    /// Learns the bit that followed the last history asked about.
+    /// Learns that `bit` followed history `s`.
     #[inline(always)]
-    pub fn update(&mut self, bit: u32) {
-        counter_update(&mut self.p[self.last], bit, MAP_LIMIT);
+    pub fn update(&mut self, s: u8, bit: u32) {
+        counter_update(&mut self.p[s as usize], bit, MAP_LIMIT);
     }
 }
 
@@ -134,7 +132,7 @@ mod tests {
         // A zero after a long run of ones keeps little of the run.
         s = h.next(s, 0);
         assert_eq!(h.counts[s as usize], [1, LIMITS[0] / 2 + 1]);
-        let mut m = HistoryMap::new();
+        let m = HistoryMap::new();
         assert!(m.p12(s) > 2048);
     }
 }
