@@ -34,7 +34,7 @@ mod simd;
 mod testing;
 
 pub use codecs::float::DType;
-pub use codecs::neural::Backbone;
+pub use codecs::neural::{Backbone, DEFAULT_LEVEL, LEVELS};
 pub use error::{Error, Result};
 pub use format::Codec;
 pub use simd::Level as SimdLevel;
@@ -131,6 +131,8 @@ pub struct Info {
     pub engine_version: u32,
     /// Largest original length of a block.
     pub block_size: u64,
+    /// The compression level the archive was written at.
+    pub level: u8,
     /// The neural codec's configuration, described.
     pub neural: String,
     /// Bytes of original data.
@@ -168,6 +170,7 @@ pub fn inspect(mut input: impl Read + Seek) -> Result<Info> {
         version: header.version,
         engine_version: header.engine_version,
         block_size: header.block_size,
+        level: neural.level,
         neural: neural.describe(),
         original_bytes: trailer.total_len,
         checksum: trailer.data_hash,

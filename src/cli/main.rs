@@ -63,6 +63,10 @@ struct CommonArgs {
 struct CompressArgs {
     #[command(flatten)]
     common: CommonArgs,
+    /// Compression level: 1 is fastest, 9 smallest (also -1 .. -9, --fast = -1, --best = -9;
+    /// default 6).
+    #[arg(long, value_name = "N")]
+    level: Option<u8>,
     /// Maximum bytes per independent block (suffixes K, M, G).
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     block_size: Option<u64>,
@@ -488,6 +492,9 @@ fn run_compress(args: CompressArgs) -> Result<(), Failure> {
         Ok(PathBuf::from(s))
     })?;
     let configure = |opts: &mut Options| {
+        if let Some(level) = args.level {
+            opts.level = level;
+        }
         if let Some(bs) = args.block_size {
             opts.block_size = bs;
         }
@@ -548,6 +555,7 @@ fn run_info(file: PathBuf) -> Result<(), Failure> {
     );
     let _ = writeln!(s, "format version: {}", info.version);
     let _ = writeln!(s, "engine version: {}", info.engine_version);
+    let _ = writeln!(s, "level:          {}", info.level);
     let _ = writeln!(s, "neural codec:   {}", info.neural);
     let _ = writeln!(s, "block size:     {} bytes", info.block_size);
     let _ = writeln!(s, "original size:  {} bytes", info.original_bytes);
@@ -583,8 +591,31 @@ fn run_info(file: PathBuf) -> Result<(), Failure> {
         .map_err(|e| Failure(format!("stdout: {}", io_message(&e))))
 }
 
+/// The arguments with xz's level flags (`-1` .. `-9`, `--fast`, `--best`) spelt as `--level`.
+fn level_flags(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut rest = false;
+    args.map(|a| {
+        let level = match a.to_str() {
+            _ if rest => None,
+            Some("--") => {
+                rest = true;
+                None
+            }
+            Some("--fast") => Some('1'),
+            Some("--best") => Some('9'),
+            Some(s) => match s.as_bytes() {
+                [b'-', d @ b'1'..=b'9'] => Some(*d as char),
+                _ => None,
+            },
+            None => None,
+        };
+        level.map_or(a, |d| format!("--level={d}").into())
+    })
+    .collect()
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(level_flags(std::env::args_os()));
     if let Err(e) = signals::watch() {
         eprintln!("sep: error: cannot watch for signals: {e}");
         return ExitCode::FAILURE;

@@ -1,7 +1,7 @@
 //! The settings of a run and the sizes it reports.
 
 use crate::codecs::float::DType;
-use crate::codecs::neural::{Backbone, NeuralConfig};
+use crate::codecs::neural::{Backbone, NeuralConfig, DEFAULT_LEVEL, LEVELS};
 use crate::error::{Error, Result};
 use crate::format;
 use std::sync::Arc;
@@ -13,6 +13,9 @@ pub const DEFAULT_BLOCK_SIZE: u64 = 32 << 20;
 /// Most raw bytes per block of a float array: its codecs gain nothing from longer blocks, and
 /// shorter ones spread a file over more cores.
 pub const TENSOR_BLOCK_SIZE: u64 = 8 << 20;
+/// Most raw bytes per block of general data at the lean levels (1 and 2): their model
+/// gains less from long blocks than it loses by leaving cores idle.
+pub const LEAN_BLOCK_SIZE: u64 = 4 << 20;
 /// Default largest block size an archive may have to be decoded (`Options::memory`): 32 times
 /// the default block size, as zstd's default limit is 16 times its default window.
 pub const DEFAULT_MEMORY: u64 = 256 << 20;
@@ -25,6 +28,9 @@ pub struct Options {
     pub threads: usize,
     /// Maximum raw bytes per block (compression only; decoding uses the archive's).
     pub block_size: u64,
+    /// Compression level, 1 (fastest) to 9 (smallest): which model the neural codec runs
+    /// (compression only; the archive records it).
+    pub level: u8,
     /// Backbone of the neural codec's network (compression only; decoding uses the archive's).
     pub backbone: Backbone,
     /// Element type of an input that is a raw float array (compression only).
@@ -44,6 +50,7 @@ impl Default for Options {
         Options {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             block_size: DEFAULT_BLOCK_SIZE,
+            level: DEFAULT_LEVEL,
             backbone: Backbone::default(),
             dtype: None,
             progress: None,
@@ -62,6 +69,14 @@ impl Options {
                 self.threads
             )));
         }
+        if !LEVELS.contains(&self.level) {
+            return Err(Error::InvalidOption(format!(
+                "level must be {}..={}, got {}",
+                LEVELS.start(),
+                LEVELS.end(),
+                self.level
+            )));
+        }
         if self.block_size == 0 || self.block_size > format::MAX_BLOCK_SIZE {
             return Err(Error::InvalidOption(format!(
                 "block size must be 1..={} bytes, got {}",
@@ -72,12 +87,17 @@ impl Options {
         Ok(())
     }
 
+    /// Most raw bytes per block of general data: the block size, or less at the lean levels.
+    pub(crate) fn general_block_size(&self) -> u64 {
+        match self.neural().params.lean {
+            true => self.block_size.min(LEAN_BLOCK_SIZE),
+            false => self.block_size,
+        }
+    }
+
     /// The neural codec's configuration these options give.
     pub(crate) fn neural(&self) -> NeuralConfig {
-        NeuralConfig {
-            backbone: self.backbone,
-            ..NeuralConfig::default()
-        }
+        NeuralConfig::for_level(self.level, self.backbone)
     }
 }
 

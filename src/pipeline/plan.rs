@@ -37,6 +37,8 @@ fn whole_lines(bs: u64, n: u64, max: u64) -> u64 {
 pub(super) struct Plan {
     pub(super) segments: VecDeque<Segment>,
     pub(super) max: u64,
+    /// Most bytes per block of general data (the level may ask for less than `max`).
+    pub(super) general_max: u64,
     /// No block is longer (the block size recorded in the header).
     pub(super) cap: u64,
     /// Block length of the segment at the front, once it has started.
@@ -93,6 +95,7 @@ impl Plan {
         let mut plan = Plan {
             segments,
             max: opts.block_size,
+            general_max: opts.general_block_size(),
             cap: u64::MAX,
             current: None,
         };
@@ -109,12 +112,12 @@ impl Plan {
         let len = (seg.len != UNTIL_END).then_some(seg.len);
         let max = match seg.kind {
             Kind::Tensor(_) => self.max.min(TENSOR_BLOCK_SIZE),
-            _ => self.max,
+            _ => self.general_max,
         };
         let bs = block_size_for(max, len).min(self.cap);
         match (seg.kind, len) {
             (Kind::Tensor(d), _) if bs >= d.width() as u64 => bs - bs % d.width() as u64,
-            (Kind::General, Some(n)) => whole_lines(bs, n, self.max.min(self.cap)),
+            (Kind::General, Some(n)) => whole_lines(bs, n, self.general_max.min(self.cap)),
             _ => bs,
         }
     }

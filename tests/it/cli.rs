@@ -240,3 +240,43 @@ fn compressed_data_is_not_read_from_a_terminal() {
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0, "{args}");
     }
 }
+
+#[test]
+fn levels_are_chosen_by_xz_flags_and_shown_by_info() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut x = 5u64;
+    let words = ["levels", "trade", "time", "for", "ratio", "and", "size"];
+    let mut data = Vec::new();
+    while data.len() < 20000 {
+        data.extend_from_slice(words[xorshift(&mut x) as usize % words.len()].as_bytes());
+        data.push(b' ');
+    }
+    fs::write(d.join("f"), &data).unwrap();
+    for (flag, level) in [
+        ("-1", 1),
+        ("--fast", 1),
+        ("-9", 9),
+        ("--best", 9),
+        ("--level=4", 4),
+    ] {
+        ok(&sep(d, &["compress", "-q", "-f", flag, "f"]));
+        let r = sep(d, &["info", "f.sep"]);
+        ok(&r);
+        let t = String::from_utf8(r.stdout).unwrap();
+        assert!(
+            t.contains(&format!("level:          {level}\n")),
+            "{flag}: {t}"
+        );
+        fs::remove_file(d.join("f")).unwrap();
+        ok(&sep(d, &["decompress", "-q", "f.sep"]));
+        assert_eq!(fs::read(d.join("f")).unwrap(), data, "{flag}");
+    }
+    ok(&sep(d, &["compress", "-q", "-f", "f"]));
+    let t = String::from_utf8(sep(d, &["info", "f.sep"]).stdout).unwrap();
+    assert!(t.contains("level:          6\n"), "{t}");
+    fails_cleanly(
+        &sep(d, &["compress", "-q", "-f", "--level", "10", "f"]),
+        "10",
+    );
+}

@@ -225,3 +225,29 @@ fn machine_code_takes_the_x86_transform_and_decodes_anywhere() {
     }
     sep::set_simd_level(Level::detect());
 }
+
+#[test]
+fn every_level_round_trips_and_is_recorded() {
+    // Real text: a corpus file's first 96 KiB, cut into two blocks.
+    let text = fs::read(corpora().join("text/book1")).unwrap();
+    let data = &text[..96 << 10];
+    let mut sizes = Vec::new();
+    for level in sep::LEVELS {
+        let mut o = opts(2, Level::detect(), 48 << 10);
+        o.level = level;
+        let mut archive = Vec::new();
+        sep::compress_bytes(data, &mut archive, &o).unwrap();
+        let info = sep::inspect(std::io::Cursor::new(&archive)).unwrap();
+        assert_eq!(info.level, level);
+        assert!(info.blocks.iter().all(|b| b.codec.name() == "neural"));
+        for (threads, kernels) in [(1, Level::Scalar), (3, Level::detect())] {
+            let mut out = Vec::new();
+            sep::decompress_to_vec(&archive, &mut out, &opts(threads, kernels, 1 << 20)).unwrap();
+            assert!(out == data, "level {level}, {threads} threads, {kernels:?}");
+        }
+        sizes.push(archive.len());
+    }
+    sep::set_simd_level(Level::detect());
+    // More model, smaller archive: the slowest level beats the fastest.
+    assert!(sizes[8] < sizes[0], "{sizes:?}");
+}

@@ -1,7 +1,8 @@
 //! The neural codec's configuration as recorded in the archive header.
 
+use super::experts::MAX_HASHED;
 use super::net::NetConfig;
-use super::predictor::Params;
+use super::predictor::{Params, DEFAULT_CONTEXTS};
 use crate::error::{Error, Result};
 
 /// Backbone network of the predictor.
@@ -21,63 +22,143 @@ impl Backbone {
     }
 }
 
-/// The neural codec's configuration: its backbone and parameters, serialised into the archive
-/// header.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// The neural codec's configuration: its backbone, level and parameters, serialised into the
+/// archive header.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NeuralConfig {
     /// Backbone network of the predictor.
     pub backbone: Backbone,
-    /// Lanes, mixer and network parameters.
+    /// The compression level the model was chosen by (shown by `sep info`).
+    pub level: u8,
+    /// Lanes, mixer, network and context parameters.
     pub params: Params,
 }
 
-/// Configuration id of the neural codec with the PAC backbone.
-const NEURAL_PAC: u8 = 2;
+impl Default for NeuralConfig {
+    fn default() -> Self {
+        Self::for_level(DEFAULT_LEVEL, Backbone::default())
+    }
+}
+
+/// The level a run compresses at unless told otherwise.
+pub const DEFAULT_LEVEL: u8 = 6;
+/// Levels, fastest first.
+pub const LEVELS: std::ops::RangeInclusive<u8> = 1..=9;
+
+/// Catalogue places (`experts::CATALOGUE`) of each level's contexts, level 1 first.
+const LEVEL_CONTEXTS: [&[usize]; 9] = [
+    &[0, 1, 2, 3, 6],
+    &[0, 1, 2, 3, 4, 6, 7, 9],
+    &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12],
+    &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 15],
+    &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16],
+    &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17],
+    &[
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
+    ],
+    &[
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
+    ],
+    &[
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
+    ],
+];
+
+/// Configuration id of the default level's model (the catalogue's first 18 contexts), which
+/// records the parameters only.
+const NEURAL_DEFAULT: u8 = 2;
+/// Configuration id of any level's model: the level, flags (bit 0: lean) and the context mask
+/// as well.
+const NEURAL_LEVEL: u8 = 3;
 
 impl NeuralConfig {
+    /// The model of compression level `level` (clamped to `LEVELS`).
+    pub fn for_level(level: u8, backbone: Backbone) -> Self {
+        let level = level.clamp(*LEVELS.start(), *LEVELS.end());
+        let mut params = Params {
+            contexts: LEVEL_CONTEXTS[level as usize - 1]
+                .iter()
+                .fold(0, |m, &i| m | 1 << i),
+            ..Params::default()
+        };
+        params.lean = level <= 2;
+        if level == 9 {
+            params.net.hidden = NetConfig::default().hidden;
+        }
+        NeuralConfig {
+            backbone,
+            level,
+            params,
+        }
+    }
+
     /// Serialised form stored in the archive header.
     pub fn to_bytes(&self) -> Vec<u8> {
         let c = &self.params;
-        let mut b = vec![NEURAL_PAC];
+        let short = self.level == DEFAULT_LEVEL && c.contexts == DEFAULT_CONTEXTS && !c.lean;
+        let mut b = match short {
+            true => vec![NEURAL_DEFAULT],
+            false => vec![NEURAL_LEVEL, self.level, c.lean as u8],
+        };
         b.extend_from_slice(&c.max_lanes.to_le_bytes());
         b.extend_from_slice(&c.min_lane.to_le_bytes());
         b.extend_from_slice(&c.mix_lr.to_le_bytes());
         b.extend_from_slice(&c.mix_lr_start.to_le_bytes());
         b.extend_from_slice(&c.net.hidden.to_le_bytes());
         b.extend_from_slice(&c.net.lr.to_le_bytes());
+        if !short {
+            b.extend_from_slice(&c.contexts.to_le_bytes());
+        }
         b
     }
 
     /// Parses the serialised form, rejecting unknown backbones and bad parameters.
     pub fn from_bytes(b: &[u8]) -> Result<Self> {
-        match b {
-            [NEURAL_PAC, rest @ ..] if rest.len() == 14 => {
-                let u16_at = |i: usize| u16::from_le_bytes([rest[i], rest[i + 1]]);
-                let c = Params {
-                    max_lanes: u16_at(0),
-                    min_lane: u32::from_le_bytes([rest[2], rest[3], rest[4], rest[5]]),
-                    mix_lr: u16_at(6),
-                    mix_lr_start: u16_at(8),
-                    net: NetConfig {
-                        hidden: u16_at(10),
-                        lr: u16_at(12),
-                    },
-                };
-                if c.max_lanes == 0 || c.max_lanes > 1024 || c.min_lane == 0 || c.net.hidden > 1024
-                {
-                    return Err(Error::Corrupt("neural configuration out of range".into()));
-                }
-                Ok(NeuralConfig {
-                    backbone: Backbone::Pac,
-                    params: c,
-                })
+        let (level, flags, rest, contexts) = match b {
+            [NEURAL_DEFAULT, rest @ ..] if rest.len() == 14 => {
+                (DEFAULT_LEVEL, 0, rest, DEFAULT_CONTEXTS)
             }
-            [id, ..] => Err(Error::Corrupt(format!(
-                "unknown neural configuration (id {id}, {} bytes)",
-                b.len()
-            ))),
-            [] => Err(Error::Corrupt("empty neural configuration".into())),
+            [NEURAL_LEVEL, level, flags, rest @ ..] if rest.len() == 18 => {
+                let m = u32::from_le_bytes([rest[14], rest[15], rest[16], rest[17]]);
+                (*level, *flags, &rest[..14], m)
+            }
+            [id, ..] => {
+                return Err(Error::Corrupt(format!(
+                    "unknown neural configuration (id {id}, {} bytes)",
+                    b.len()
+                )))
+            }
+            [] => return Err(Error::Corrupt("empty neural configuration".into())),
+        };
+        let u16_at = |i: usize| u16::from_le_bytes([rest[i], rest[i + 1]]);
+        let c = Params {
+            max_lanes: u16_at(0),
+            min_lane: u32::from_le_bytes([rest[2], rest[3], rest[4], rest[5]]),
+            mix_lr: u16_at(6),
+            mix_lr_start: u16_at(8),
+            net: NetConfig {
+                hidden: u16_at(10),
+                lr: u16_at(12),
+            },
+            contexts,
+            lean: flags & 1 != 0,
+        };
+        if c.max_lanes == 0
+            || c.max_lanes > 1024
+            || c.min_lane == 0
+            || c.net.hidden > 1024
+            || !LEVELS.contains(&level)
+            || c.contexts == 0
+            || c.contexts >> MAX_HASHED != 0
+            || flags > 1
+        {
+            return Err(Error::Corrupt("neural configuration out of range".into()));
         }
+        Ok(NeuralConfig {
+            backbone: Backbone::Pac,
+            level,
+            params: c,
+        })
     }
 
     /// Short human-readable description.
@@ -88,9 +169,12 @@ impl NeuralConfig {
             h => format!("backbone {} ({h} hidden)", self.backbone.name()),
         };
         format!(
-            "{net}; context mixing of bit histories of orders 2-12, words, sparse, column and \
-             match experts; lanes <= {}, >= {} bytes each",
-            c.max_lanes, c.min_lane
+            "level {}: {net}; context mixing of bit histories of {} contexts (orders, words, \
+             sparse, column) and a match model; lanes <= {}, >= {} bytes each",
+            self.level,
+            c.contexts.count_ones(),
+            c.max_lanes,
+            c.min_lane
         )
     }
 }
@@ -112,6 +196,26 @@ mod tests {
             "zero lanes accepted"
         );
         assert!(NeuralConfig::from_bytes(&[]).is_err());
+        for level in LEVELS {
+            let c = NeuralConfig::for_level(level, Backbone::Pac);
+            assert_eq!(NeuralConfig::from_bytes(&c.to_bytes()).unwrap(), c);
+            // Lean levels have fewer contexts and are recorded as lean.
+            assert_eq!(c.params.lean, level <= 2);
+        }
+        // The default level keeps its short form, so its archives are unchanged.
+        assert_eq!(NeuralConfig::default().to_bytes()[0], NEURAL_DEFAULT);
+        let mut bad = NeuralConfig::for_level(1, Backbone::Pac).to_bytes();
+        bad[2] = 2;
+        assert!(
+            NeuralConfig::from_bytes(&bad).is_err(),
+            "unknown flag accepted"
+        );
+        let mut bad = NeuralConfig::for_level(1, Backbone::Pac).to_bytes();
+        *bad.last_mut().unwrap() = 0x80;
+        assert!(
+            NeuralConfig::from_bytes(&bad).is_err(),
+            "context past the catalogue"
+        );
         assert!(NeuralConfig::from_bytes(&c.to_bytes()[..5]).is_err());
     }
 }

@@ -26,8 +26,10 @@ pub enum ContextKind {
     ColumnLeft,
 }
 
-/// The hashed experts, in weight-table order.
-pub const HASHED: [ContextKind; 18] = [
+/// Every hashed context a model may use. A model names its contexts by their places here (a
+/// bit mask, recorded in the archive) and salts each context's hash with its place, so this
+/// list only ever grows at the end.
+pub const CATALOGUE: [ContextKind; MAX_HASHED] = [
     ContextKind::Order(2),
     ContextKind::Order(3),
     ContextKind::Order(4),
@@ -46,9 +48,36 @@ pub const HASHED: [ContextKind; 18] = [
     ContextKind::WordSkip,
     ContextKind::LineColumn,
     ContextKind::LineAbove,
+    ContextKind::Order(5),
+    ContextKind::Order(16),
+    ContextKind::Order(24),
+    ContextKind::Aligned(1),
+    ContextKind::Aligned(4),
+    ContextKind::Sparse(0b1110),
 ];
-/// Number of hashed experts.
-pub const N_HASHED: usize = HASHED.len();
+/// Most hashed contexts of a model (the catalogue's length).
+pub const MAX_HASHED: usize = 24;
+
+/// The contexts of mask `mask` (bit i: the catalogue's context i), each with its place in the
+/// catalogue: the orders first, shortest first (the refinement chain's stages), then the
+/// rest in catalogue order. Also returns how many are orders.
+pub fn select(mask: u32) -> (Vec<(ContextKind, usize)>, usize) {
+    let chosen = (0..MAX_HASHED).filter(|&i| mask >> i & 1 != 0);
+    let order_len = |i: usize| match CATALOGUE[i] {
+        ContextKind::Order(n) => Some(n),
+        _ => None,
+    };
+    let mut orders: Vec<usize> = chosen.clone().filter(|&i| order_len(i).is_some()).collect();
+    orders.sort_by_key(|&i| order_len(i));
+    let n_orders = orders.len();
+    let list = orders
+        .into_iter()
+        .chain(chosen.filter(|&i| order_len(i).is_none()))
+        .map(|i| (CATALOGUE[i], i))
+        .collect();
+    (list, n_orders)
+}
+
 /// Shortest record length detected (shorter periods are left to the aligned contexts).
 const RECORD_MIN: u32 = 4;
 /// Shortest match the match model looks up.
@@ -142,7 +171,7 @@ fn above(hist: &[u8], start: usize, pos: usize, ls: &LaneState, d: usize) -> u64
     }
 }
 
-/// Hash of context `kind` (expert number `k`) for the byte at `pos`.
+/// Hash of context `kind` (its place `k` in the catalogue) for the byte at `pos`.
 pub fn context_hash(
     kind: ContextKind,
     k: usize,

@@ -17,7 +17,7 @@ mod predictor;
 mod states;
 
 pub use backend::{Arena, Backend, CpuBackend};
-pub use config::{Backbone, NeuralConfig};
+pub use config::{Backbone, NeuralConfig, DEFAULT_LEVEL, LEVELS};
 pub use net::{Net, NetConfig};
 pub use predictor::{Params, Predictor, Workspace};
 

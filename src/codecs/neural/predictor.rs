@@ -8,19 +8,18 @@
 //! replays it exactly. Lanes share all statistics and are processed in lane order.
 
 use super::cm::{counter_p12, counter_update, stretch, stretch_table, Apm, Mixer, COUNTER_INIT};
-use super::experts::{back, context_hash, LaneState, MatchTable, HASHED, N_HASHED};
+use super::experts::{back, context_hash, select, ContextKind, LaneState, MatchTable, MAX_HASHED};
 use super::lanes::Lanes;
 use super::net::{Net, NetConfig};
 use super::states::{Histories, HistoryMap};
 
-/// Mixer inputs: hashed contexts, order 0, order 1, match, network, bias, match strength,
-/// chain.
-const N_IN: usize = N_HASHED + 7;
+/// Mixer inputs besides the hashed contexts: order 0, order 1, match, network, bias, match
+/// strength, chain.
+const N_EXTRA: usize = 7;
+/// Most mixer inputs.
+const MAX_IN: usize = MAX_HASHED + N_EXTRA;
 /// Learning rate of the chain's weights.
 const CHAIN_LR: f32 = 0.02;
-/// The hashed contexts that are orders (the first ones, lowest first): the refinement chain's
-/// stages, and what the novelty of a context is counted over.
-const ORDERS: usize = 6;
 /// Counter limit of the dense low orders.
 const LIMIT_DENSE: u32 = 1023;
 
@@ -37,7 +36,15 @@ pub struct Params {
     pub mix_lr_start: u16,
     /// The network's shape and learning rate.
     pub net: NetConfig,
+    /// The hashed contexts (bit i: the catalogue's context i, `experts::CATALOGUE`).
+    pub contexts: u32,
+    /// One mixer and one probability map instead of five and three, no refinement chain: the
+    /// fastest levels.
+    pub lean: bool,
 }
+
+/// The contexts of the default model: the catalogue's first 18.
+pub const DEFAULT_CONTEXTS: u32 = (1 << 18) - 1;
 
 impl Default for Params {
     fn default() -> Self {
@@ -53,6 +60,8 @@ impl Default for Params {
                 hidden: 0,
                 ..NetConfig::default()
             },
+            contexts: DEFAULT_CONTEXTS,
+            lean: false,
         }
     }
 }
@@ -61,9 +70,9 @@ impl Default for Params {
 #[derive(Clone, Copy)]
 struct LaneBits {
     /// Hash of each hashed context for the current byte.
-    ctx: [u64; N_HASHED],
+    ctx: [u64; MAX_HASHED],
     /// Slot (index of its first counter) of each hashed context for the current nibble.
-    slot: [usize; N_HASHED],
+    slot: [usize; MAX_HASHED],
     /// Bits of the current byte seen so far, with a leading 1.
     c0: u32,
     /// Bits of the current nibble seen so far, with a leading 1.
@@ -95,6 +104,11 @@ pub struct Workspace {
 /// The predictor state of one block.
 pub struct Predictor {
     lanes: Lanes,
+    /// The hashed contexts, orders first (shortest first), each with its catalogue place.
+    kinds: Vec<(ContextKind, usize)>,
+    /// How many of `kinds` are orders: the refinement chain's stages, and what the novelty of
+    /// a context is counted over.
+    orders: usize,
     hist: Vec<u8>,
     states: Vec<LaneState>,
     bits: Vec<LaneBits>,
@@ -115,11 +129,12 @@ pub struct Predictor {
     apm_c: Apm,
     /// Bits of the order-2 map's hash of the two bytes before (more for longer blocks).
     order2_bits: u32,
-    x: [f32; N_IN],
+    lean: bool,
+    x: [f32; MAX_IN],
     /// The chain's weight pairs, per stage and bit history.
     chain_w: Vec<[f32; 2]>,
     /// Per stage: weight index, input and output of the last prediction.
-    chain_at: [(usize, f32, f32); ORDERS],
+    chain_at: Vec<(usize, f32, f32)>,
     net: Option<Net>,
     net_cdf: Vec<f32>,
     net_match: Vec<(Option<u8>, usize)>,
@@ -149,12 +164,17 @@ impl Predictor {
     /// so the result is identical to `new`).
     pub fn new_in(cfg: Params, len: usize, ws: Workspace) -> Self {
         let lanes = Lanes::new(len, cfg.max_lanes as usize, cfg.min_lane as usize);
-        // Slots shared by all hashed contexts, scaled to the block: 2^12..=2^24 (256 MiB).
-        let want = len.saturating_mul(4).max(1).next_power_of_two();
+        let (kinds, orders) = select(cfg.contexts);
+        let n = kinds.len();
+        let n_in = n + N_EXTRA;
+        let stages = if cfg.lean { 0 } else { orders };
+        // Slots shared by all hashed contexts, scaled to the block and to how many contexts
+        // claim them (four per byte with 18 contexts): 2^12..=2^24 (256 MiB).
+        let want = (len.saturating_mul(2 * n) / 9).max(1).next_power_of_two();
         let n_slots = want.clamp(1 << 12, 1 << SLOTS_MAX_LOG);
         let blank = LaneBits {
-            ctx: [0; N_HASHED],
-            slot: [0; N_HASHED],
+            ctx: [0; MAX_HASHED],
+            slot: [0; MAX_HASHED],
             c0: 1,
             nib: 1,
             b1: 0,
@@ -176,28 +196,31 @@ impl Predictor {
         hist.resize(len, 0);
         Predictor {
             lanes,
+            kinds,
+            orders,
             hist,
             states: vec![LaneState::default(); lanes.count],
             bits: vec![blank; lanes.count],
             matches: MatchTable::new_in(len, ws.matches),
             slots,
             slot_mask: n_slots - 1,
-            maps: (0..N_HASHED).map(|_| HistoryMap::new()).collect(),
+            maps: (0..n).map(|_| HistoryMap::new()).collect(),
             t0: vec![COUNTER_INIT; 256],
             t1: vec![COUNTER_INIT; 65536],
             tm: vec![COUNTER_INIT; 64 * 2],
-            mix_a: Mixer::new(N_IN, 256, lr, lr0, 0.3),
-            mix_b: Mixer::new(N_IN, 16 * 8, lr, lr0, 0.3),
-            mix_c: Mixer::new(N_IN, 256 * 4, lr, lr0, 0.3),
-            mix_d: Mixer::new(N_IN, 8 * 8 * 4, lr, lr0, 0.3),
+            mix_a: Mixer::new(n_in, 256, lr, lr0, 0.3),
+            mix_b: Mixer::new(n_in, 16 * 8, lr, lr0, 0.3),
+            mix_c: Mixer::new(n_in, 256 * 4, lr, lr0, 0.3),
+            mix_d: Mixer::new(n_in, 8 * 8 * 4, lr, lr0, 0.3),
             mix_final: Mixer::new(4, 256, lr * 0.5, lr0 * 0.5, 0.25),
             apm_a: Apm::new(256, 7),
             apm_b: Apm::new_in(65536, 7, ws.apm_order1),
             apm_c: Apm::new_in(256 << order2_bits, 7, ws.apm_order2),
             order2_bits,
-            x: [0.0; N_IN],
-            chain_w: vec![[1.0, 0.0]; ORDERS * 256],
-            chain_at: [(0, 0.0, 0.0); ORDERS],
+            lean: cfg.lean,
+            x: [0.0; MAX_IN],
+            chain_w: vec![[1.0, 0.0]; stages * 256],
+            chain_at: vec![(0, 0.0, 0.0); stages],
             net: (cfg.net.hidden > 0).then(|| Net::new(cfg.net, lanes.count)),
             net_cdf: vec![0.0; lanes.count * 257],
             net_match: vec![(None, 0); lanes.count],
@@ -217,8 +240,8 @@ impl Predictor {
             let pos = start + step;
             let ls = &self.states[l];
             let lb = &mut self.bits[l];
-            for (k, kind) in HASHED.iter().enumerate() {
-                lb.ctx[k] = context_hash(*kind, k, &self.hist, start, pos, ls);
+            for (c, &(kind, place)) in lb.ctx.iter_mut().zip(&self.kinds) {
+                *c = context_hash(kind, place, &self.hist, start, pos, ls);
             }
             lb.c0 = 1;
             lb.nib = 1;
@@ -253,9 +276,10 @@ impl Predictor {
     fn select_slots(&mut self, l: usize) {
         let lb = &mut self.bits[l];
         // Every context's cache line is asked for first, so that the memory fetches overlap.
-        let mut lines = [(0usize, 0u8); N_HASHED];
+        let n = self.kinds.len();
+        let mut lines = [(0usize, 0u8); MAX_HASHED];
         let mut touched = 0u8;
-        for (k, line) in lines.iter_mut().enumerate() {
+        for (k, line) in lines[..n].iter_mut().enumerate() {
             let h = lb.ctx[k].wrapping_add((lb.c0 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
             let h = h ^ (h >> 29);
             let base = ((h as usize) & self.slot_mask & !(WAYS - 1)) * SLOT;
@@ -263,7 +287,7 @@ impl Predictor {
             touched ^= self.slots[base];
         }
         std::hint::black_box(touched);
-        for (k, &(base, check)) in lines.iter().enumerate() {
+        for (k, &(base, check)) in lines[..n].iter().enumerate() {
             let chosen = match (0..WAYS)
                 .map(|j| base + j * SLOT)
                 .find(|&a| self.slots[a] == check)
@@ -293,16 +317,23 @@ impl Predictor {
         let st = stretch_table();
         let lb = &self.bits[l];
         let x = &mut self.x;
-        let states: [u8; N_HASHED] =
-            std::array::from_fn(|k| self.slots[lb.slot[k] + lb.nib as usize]);
-        let seen = states[..ORDERS].iter().filter(|&&s| s != 0).count();
-        for k in 0..N_HASHED {
-            x[k] = st[self.maps[k].p12(states[k])];
+        let n = self.kinds.len();
+        let mut states = [0u8; MAX_HASHED];
+        for (s, &slot) in states[..n].iter_mut().zip(&lb.slot) {
+            *s = self.slots[slot + lb.nib as usize];
         }
-        x[N_HASHED] = st[counter_p12(self.t0[lb.c0 as usize])];
-        x[N_HASHED + 1] = st[counter_p12(self.t1[(lb.b1 as usize) << 8 | lb.c0 as usize])];
+        let seen = states[..self.orders]
+            .iter()
+            .filter(|&&s| s != 0)
+            .count()
+            .min(7);
+        for ((xk, map), &s) in x[..n].iter_mut().zip(&self.maps).zip(&states) {
+            *xk = st[map.p12(s)];
+        }
+        x[n] = st[counter_p12(self.t0[lb.c0 as usize])];
+        x[n + 1] = st[counter_p12(self.t1[(lb.b1 as usize) << 8 | lb.c0 as usize])];
         // The chain: each order's bit history scales and shifts the order below's prediction.
-        let mut v = x[N_HASHED + 1];
+        let mut v = x[n + 1];
         for (k, (&s, at)) in states.iter().zip(&mut self.chain_at).enumerate() {
             let i = k * 256 + s as usize;
             let w = self.chain_w[i];
@@ -310,9 +341,9 @@ impl Predictor {
             *at = (i, v, out);
             v = out;
         }
-        x[N_HASHED + 6] = v;
+        x[n + 6] = v;
         let bitpos = 31 - lb.c0.leading_zeros(); // bits already seen, 0..=7
-        (x[N_HASHED + 2], x[N_HASHED + 5]) = match (lb.match_ok, lb.match_byte) {
+        (x[n + 2], x[n + 5]) = match (lb.match_ok, lb.match_byte) {
             (true, Some(mb)) => {
                 let expect = ((mb as u32) >> (7 - bitpos)) & 1;
                 let sign = if expect == 1 { 1.0 } else { -1.0 };
@@ -323,7 +354,7 @@ impl Predictor {
             }
             _ => (0.0, 0.0),
         };
-        x[N_HASHED + 3] = if self.net.is_some() {
+        x[n + 3] = if self.net.is_some() {
             let cdf = &self.net_cdf[l * 257..l * 257 + 257];
             let width = 256usize >> bitpos;
             let lo = ((lb.c0 as usize) - (1 << bitpos)) * width;
@@ -337,8 +368,14 @@ impl Predictor {
         } else {
             0.0
         };
-        x[N_HASHED + 4] = 0.25;
-        let (sa, _) = self.mix_a.mix(x, lb.c0 as usize);
+        x[n + 4] = 0.25;
+        let (sa, pa) = self.mix_a.mix(x, lb.c0 as usize);
+        if self.lean {
+            // SAFETY of the cast: pa is in (0, 1), so pa * 65536 is finite and in range.
+            let p16 = unsafe { (pa * 65536.0).to_int_unchecked::<i32>() }.clamp(1, 65535) as u32;
+            let pb = self.apm_b.refine(sa, (lb.c0 | lb.b1 << 8) as usize);
+            return ((p16 + pb) / 2).clamp(1, 65535);
+        }
         let (sb, _) = self.mix_b.mix(x, lb.match_bucket * 8 + bitpos as usize);
         let (sc, _) = self.mix_c.mix(x, (lb.b1 * 4 + lb.pos_mod) as usize);
         // Weight set by how many orders have seen this context, the bit, whether a match
@@ -371,8 +408,10 @@ impl Predictor {
         let hist = Histories::get();
         // The histories as predicted from (two contexts may share a slot, which the first
         // update then changes for the second).
-        let states: [u8; N_HASHED] =
-            std::array::from_fn(|k| self.slots[lb.slot[k] + lb.nib as usize]);
+        let mut states = [0u8; MAX_HASHED];
+        for (s, &slot) in states.iter_mut().zip(&lb.slot[..self.kinds.len()]) {
+            *s = self.slots[slot + lb.nib as usize];
+        }
         for ((map, &s), &slot) in self.maps.iter_mut().zip(&states).zip(&lb.slot) {
             map.update(s, b);
             let s = &mut self.slots[slot + lb.nib as usize];
@@ -397,13 +436,15 @@ impl Predictor {
             }
         }
         self.mix_a.update(b);
-        self.mix_b.update(b);
-        self.mix_c.update(b);
-        self.mix_d.update(b);
-        self.mix_final.update(b);
-        self.apm_a.update(b);
         self.apm_b.update(b);
-        self.apm_c.update(b);
+        if !self.lean {
+            self.mix_b.update(b);
+            self.mix_c.update(b);
+            self.mix_d.update(b);
+            self.mix_final.update(b);
+            self.apm_a.update(b);
+            self.apm_c.update(b);
+        }
         lb.c0 = (lb.c0 << 1) | b;
         lb.nib = (lb.nib << 1) | b;
         if lb.nib >= 16 {
