@@ -5,7 +5,9 @@
 //! `SEP_BENCH_FILES="text/book1 binary/obj2"` picks files (relative to target/corpora, or paths).
 //! `SEP_BENCH_THREADS=N` runs sep with N threads (default: every core); `SEP_BENCH_REPS=N` times
 //! every command (sep's and the other tools') N times and keeps the fastest, for noisy machines
-//! (default 1). Prints a markdown table; `SEP_BENCH_OUT=path` also writes it to a file.
+//! (default 1). `SEP_BENCH_LEVELS="1 9"` also runs sep at those levels and adds a levels table
+//! (totals over the files, next to the anchors' totals). Prints markdown tables;
+//! `SEP_BENCH_OUT=path` also writes them to a file.
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -243,6 +245,14 @@ fn main() {
     table.push_str(&"---:|".repeat(4 + 2 * anchors.len()));
     table.push('\n');
     let mut totals = vec![0u64; 2 + anchors.len()];
+    // Per extra level, and per anchor: total archive bytes, compress and decompress seconds,
+    // peak KiB.
+    let levels: Vec<u8> = std::env::var("SEP_BENCH_LEVELS")
+        .map(|l| l.split_whitespace().filter_map(|x| x.parse().ok()).collect())
+        .unwrap_or_default();
+    let mut level_totals = vec![(0u64, 0f64, 0f64, 0u64); levels.len()];
+    let mut anchor_totals = vec![(0u64, 0f64, 0f64); anchors.len()];
+    let mut default_totals = (0f64, 0f64, 0u64);
     for (name, path) in files(&base) {
         if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
             continue;
@@ -279,6 +289,40 @@ fn main() {
                 })
             })
             .collect();
+        for (level, t) in levels.iter().zip(&mut level_totals) {
+            let flag = format!("-{level}");
+            let c = || {
+                cmd(
+                    sep,
+                    &["compress", "-q", "-f", "-c", &flag, "-T", &t_arg],
+                    &path,
+                )
+            };
+            let comp = best_of(reps, c, &archive).expect("sep compress failed");
+            let d = || {
+                cmd(
+                    sep,
+                    &["decompress", "-q", "-f", "-c", "-T", &t_arg],
+                    &archive,
+                )
+            };
+            let dec = best_of(reps, d, &back).expect("sep decompress failed");
+            assert!(same_bytes(&back, &path), "{name} at {flag}: round trip differs");
+            t.0 += fs::metadata(&archive).expect("archive").len();
+            t.1 += comp.secs;
+            t.2 += dec.secs;
+            t.3 = t.3.max(comp.peak_kib.max(dec.peak_kib));
+        }
+        for (r, t) in runs.iter().zip(&mut anchor_totals) {
+            if let Some(r) = r {
+                t.0 += r.bytes;
+                t.1 += r.comp;
+                t.2 += r.dec;
+            }
+        }
+        default_totals.0 += comp.secs;
+        default_totals.1 += dec.secs;
+        default_totals.2 = default_totals.2.max(comp.peak_kib.max(dec.peak_kib));
         let ratio = |c: u64| size as f64 / c.max(1) as f64;
         let kbs = |secs: f64| size as f64 / 1000.0 / secs.max(1e-9);
         totals[0] += size;
@@ -325,6 +369,33 @@ fn main() {
          Each time is the fastest of {reps} run(s); KB/s are of the original size. Machine: {cpu}, \
          {cores} cores.\n\n"
     );
+    if !levels.is_empty() {
+        let ratio = |b: u64| totals[0] as f64 / b.max(1) as f64;
+        table.push_str(
+            "\nLevels, totals over the files above:\n\n| run | archive bytes | ratio | \
+             compress s | decompress s | peak MB |\n|---|---:|---:|---:|---:|---:|\n",
+        );
+        let mut rows: Vec<(String, u64, f64, f64, String)> = levels
+            .iter()
+            .zip(&level_totals)
+            .map(|(l, t)| {
+                let peak = format!("{:.0}", t.3 as f64 / 1024.0);
+                (format!("sep -{l}"), t.0, t.1, t.2, peak)
+            })
+            .collect();
+        let (c, d, p) = default_totals;
+        let peak = format!("{:.0}", p as f64 / 1024.0);
+        rows.push(("sep (default)".into(), totals[1], c, d, peak));
+        for (a, t) in anchors.iter().zip(&anchor_totals) {
+            rows.push((a.name.to_string(), t.0, t.1, t.2, "-".into()));
+        }
+        for (name, bytes, c, d, peak) in rows {
+            table.push_str(&format!(
+                "| {name} | {bytes} | {:.3} | {c:.1} | {d:.1} | {peak} |\n",
+                ratio(bytes)
+            ));
+        }
+    }
     println!("{header}{table}");
     if let Ok(out) = std::env::var("SEP_BENCH_OUT") {
         fs::write(&out, format!("{header}{table}")).expect("write SEP_BENCH_OUT");
