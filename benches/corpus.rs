@@ -248,7 +248,11 @@ fn main() {
     // Per extra level, and per anchor: total archive bytes, compress and decompress seconds,
     // peak KiB.
     let levels: Vec<u8> = std::env::var("SEP_BENCH_LEVELS")
-        .map(|l| l.split_whitespace().filter_map(|x| x.parse().ok()).collect())
+        .map(|l| {
+            l.split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect()
+        })
         .unwrap_or_default();
     let mut level_totals = vec![(0u64, 0f64, 0f64, 0u64); levels.len()];
     let mut anchor_totals = vec![(0u64, 0f64, 0f64); anchors.len()];
@@ -307,7 +311,10 @@ fn main() {
                 )
             };
             let dec = best_of(reps, d, &back).expect("sep decompress failed");
-            assert!(same_bytes(&back, &path), "{name} at {flag}: round trip differs");
+            assert!(
+                same_bytes(&back, &path),
+                "{name} at {flag}: round trip differs"
+            );
             t.0 += fs::metadata(&archive).expect("archive").len();
             t.1 += comp.secs;
             t.2 += dec.secs;

@@ -1,115 +1,31 @@
-//! The `sep` command line: arguments, files, progress, messages and exit codes.
+//! The `sep` command line: the operations on each file named (compress, decompress, test,
+//! list), their options, and the messages and exit status (0: done; 1: an error; 2: only
+//! warnings, as xz). The grammar is in `args`, files in `files`, messages in `report`.
 
-use clap::{Args, Parser, Subcommand};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use args::{Cli, Cmd, Flags, ModelArg, Personality};
+use clap::{CommandFactory, Parser};
+use files::{check_distinct, with_path, Input, Output};
+use indicatif::ProgressBar;
 use sep::{Error, Options, SimdLevel, Stats};
 use std::fs::File;
-use std::io::{self, BufWriter, IsTerminal, Read, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
+mod args;
+mod files;
 #[cfg(target_os = "linux")]
 mod huge;
+mod report;
 mod signals;
 #[cfg(target_os = "linux")]
 #[global_allocator]
 static ALLOC: huge::HugePages = huge::HugePages;
 
-/// sep: neural lossless compression.
-#[derive(Parser)]
-#[command(name = "sep", version, about, max_term_width = 100)]
-struct Cli {
-    #[command(subcommand)]
-    cmd: Cmd,
-}
-
-#[derive(Subcommand)]
-enum Cmd {
-    /// Compress FILE (or stdin) into FILE.sep; the input is kept.
-    Compress(CompressArgs),
-    /// Decompress FILE.sep (or stdin) into FILE; the archive is kept.
-    Decompress(DecompressArgs),
-    /// Show an archive's header, model and blocks.
-    Info {
-        /// The archive to describe.
-        file: PathBuf,
-    },
-}
-
-#[derive(Args)]
-struct CommonArgs {
-    /// Input file; `-` or nothing reads standard input.
-    file: Option<PathBuf>,
-    /// Write the output to OUT (`-` for standard output).
-    #[arg(short, long, value_name = "OUT")]
-    output: Option<PathBuf>,
-    /// Write to standard output.
-    #[arg(short = 'c', long)]
-    stdout: bool,
-    /// Overwrite an existing output file; write compressed data to a terminal.
-    #[arg(short, long)]
-    force: bool,
-    /// No progress bar and no summary.
-    #[arg(short, long)]
-    quiet: bool,
-    /// Worker threads (default: all cores).
-    #[arg(short = 'T', long, env = "SEP_THREADS", value_name = "N")]
-    threads: Option<usize>,
-}
-
-#[derive(Args)]
-struct CompressArgs {
-    #[command(flatten)]
-    common: CommonArgs,
-    /// Compression level: 1 is fastest, 9 smallest (also -1 .. -9, --fast = -1, --best = -9;
-    /// default 6).
-    #[arg(long, value_name = "N")]
-    level: Option<u8>,
-    /// Maximum bytes per independent block (suffixes K, M, G).
-    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
-    block_size: Option<u64>,
-    /// Backbone network of the predictor.
-    #[arg(long, value_enum, default_value = "pac")]
-    model: ModelArg,
-    /// The input is a raw array of this float type (f32, f16, bf16, f64): code it on the tensor
-    /// path. safetensors and .npy files are recognised without it.
-    #[arg(long, value_name = "TYPE")]
-    dtype: Option<sep::DType>,
-}
-
-#[derive(Args)]
-struct DecompressArgs {
-    #[command(flatten)]
-    common: CommonArgs,
-    /// Refuse archives whose blocks may be larger than this (suffixes K, M, G; default 256M).
-    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
-    memory: Option<u64>,
-}
-
-/// Backbones selectable on the command line.
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum ModelArg {
-    /// PAC-style MLP over SEP patch features.
-    Pac,
-}
-
-/// Parses a byte count with an optional K/M/G (binary) suffix.
-fn parse_size(s: &str) -> Result<u64, String> {
-    let (num, shift) = match s.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&s[..i], 10),
-        Some((i, 'm' | 'M')) => (&s[..i], 20),
-        Some((i, 'g' | 'G')) => (&s[..i], 30),
-        _ => (s, 0),
-    };
-    let n: u64 = num.parse().map_err(|_| format!("not a size: {s}"))?;
-    n.checked_mul(1 << shift)
-        .ok_or_else(|| format!("too large: {s}"))
-}
-
 /// A message for the user; printed as `sep: error: ...`.
-struct Failure(String);
+pub struct Failure(pub String);
 
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
@@ -117,218 +33,41 @@ impl From<Error> for Failure {
     }
 }
 
-fn io_message(e: &io::Error) -> String {
-    match e.kind() {
-        io::ErrorKind::NotFound => "no such file or directory".into(),
-        io::ErrorKind::PermissionDenied => "permission denied".into(),
-        _ => {
-            let s = e.to_string();
-            match s.find(" (os error") {
-                Some(i) => s[..i].to_string(),
-                None => s,
-            }
-        }
-    }
+/// What is done to each file.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Compress,
+    Decompress,
+    Test,
+    List,
 }
 
-fn with_path(path: &Path, e: Error) -> Failure {
-    match e {
-        Error::Io(io) => Failure(format!("{}: {}", path.display(), io_message(&io))),
-        e @ Error::MemoryLimit { .. } => {
-            Failure(format!("{}: {e} (--memory raises it)", path.display()))
-        }
-        other => Failure(format!("{}: {other}", path.display())),
-    }
+/// How one file ended, short of an error.
+enum Done {
+    Ok,
+    /// Skipped, with a warning (exit status 2 unless something failed).
+    Warned(String),
 }
 
-fn is_stdio(p: &Option<PathBuf>) -> bool {
-    p.as_deref().is_none_or(|p| p == Path::new("-"))
-}
-
-/// Where the input comes from: a mapped file, a streamed file or standard input.
-enum Input {
-    /// A regular file, mapped: its blocks are coded in place and their pages given back as
-    /// each finishes, so resident memory does not grow with it.
-    Mapped(memmap2::Mmap),
-    Empty,
-    Stream(Box<dyn Read>),
-}
-
-impl Input {
-    fn open(path: &Option<PathBuf>) -> Result<(Input, Option<u64>, String), Failure> {
-        let Some(path) = path.as_ref().filter(|_| !is_stdio(path)) else {
-            return Ok((
-                Input::Stream(Box::new(io::stdin().lock())),
-                None,
-                "stdin".into(),
-            ));
-        };
-        let name = path.display().to_string();
-        let meta =
-            std::fs::metadata(path).map_err(|e| Failure(format!("{name}: {}", io_message(&e))))?;
-        if meta.is_dir() {
-            return Err(Failure(format!("{name}: is a directory")));
-        }
-        let file = File::open(path).map_err(|e| Failure(format!("{name}: {}", io_message(&e))))?;
-        if !meta.is_file() {
-            return Ok((Input::Stream(Box::new(file)), None, name));
-        }
-        if meta.len() == 0 {
-            return Ok((Input::Empty, Some(0), name));
-        }
-        signals::mapping(&name);
-        // SAFETY: the map is only read; a file another process truncates while it is read
-        // faults, which `signals` turns into an error (and checksums catch a changed one).
-        let map = unsafe { memmap2::Mmap::map(&file) }
-            .map_err(|e| Failure(format!("{name}: {}", io_message(&e))))?;
-        Ok((Input::Mapped(map), Some(meta.len()), name))
-    }
-
-    /// A reader of the input.
-    fn reader(&mut self) -> Box<dyn Read + '_> {
-        match self {
-            Input::Mapped(m) => Box::new(&m[..]),
-            Input::Empty => Box::new(io::empty()),
-            Input::Stream(r) => Box::new(r),
-        }
-    }
-}
-
-/// Whether `meta` is a block device (a disk: written only with `-f`).
-fn is_block_device(meta: &std::fs::Metadata) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        meta.file_type().is_block_device()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = meta;
-        false
-    }
-}
-
-/// Where the output goes: standard output, a device or pipe written in place, or a temporary
-/// file renamed into place on success.
-enum Output {
-    Stdout,
-    /// An existing file that is not a regular file (`/dev/null`, a FIFO): renaming over it
-    /// would replace it, so it is written directly.
-    Special(File),
-    File {
-        tmp: tempfile::NamedTempFile,
-        dest: PathBuf,
-        force: bool,
-    },
-}
-
-impl Output {
-    fn create(dest: Option<PathBuf>, force: bool) -> Result<Output, Failure> {
-        let Some(dest) = dest else {
-            return Ok(Output::Stdout);
-        };
-        if dest.is_dir() {
-            return Err(Failure(format!("{}: is a directory", dest.display())));
-        }
-        if let Ok(meta) = std::fs::metadata(&dest) {
-            if !meta.is_file() && (force || !is_block_device(&meta)) {
-                let f = std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(&dest)
-                    .map_err(|e| Failure(format!("{}: {}", dest.display(), io_message(&e))))?;
-                return Ok(Output::Special(f));
-            }
-        }
-        if !force && dest.symlink_metadata().is_ok() {
-            return Err(Failure(format!(
-                "{}: already exists (use -f to overwrite)",
-                dest.display()
-            )));
-        }
-        let dir = match dest.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        // Named after its destination and recognisable, should a SIGKILL leave it behind.
-        let name = dest.file_name().unwrap_or_default().to_string_lossy();
-        let tmp = signals::guarded(|| {
-            let tmp = tempfile::Builder::new()
-                .prefix(&format!(".{name}."))
-                .suffix(".sep-partial")
-                .tempfile_in(&dir);
-            let path = tmp.as_ref().ok().map(|t| t.path().to_path_buf());
-            (tmp, path)
-        })
-        .map_err(|e| Failure(format!("{}: {}", dir.display(), io_message(&e))))?;
-        Ok(Output::File { tmp, dest, force })
-    }
-
-    fn writer(&mut self) -> Box<dyn Write + '_> {
-        match self {
-            Output::Stdout => Box::new(BufWriter::with_capacity(WRITE_BUFFER, io::stdout().lock())),
-            Output::Special(f) => Box::new(BufWriter::with_capacity(WRITE_BUFFER, f)),
-            Output::File { tmp, .. } => {
-                Box::new(BufWriter::with_capacity(WRITE_BUFFER, tmp.as_file_mut()))
-            }
-        }
-    }
-
-    /// Moves the finished temporary file to its destination; copies `mode_from`'s permissions.
-    fn commit(self, mode_from: Option<&Path>) -> Result<(), Failure> {
-        let Output::File { tmp, dest, force } = self else {
-            return Ok(());
-        };
-        let name = dest.display().to_string();
-        if let Some(perm) = mode_from
-            .and_then(|p| std::fs::metadata(p).ok())
-            .map(|m| m.permissions())
-        {
-            tmp.as_file()
-                .set_permissions(perm)
-                .map_err(|e| Failure(format!("{name}: {}", io_message(&e))))?;
-        }
-        let result = signals::guarded(|| {
-            let done = match force {
-                true => tmp.persist(&dest).map(|_| ()),
-                false => tmp.persist_noclobber(&dest).map(|_| ()),
-            };
-            (done, None)
-        });
-        result.map_err(|e| {
-            if e.error.kind() == io::ErrorKind::AlreadyExists {
-                Failure(format!("{name}: already exists (use -f to overwrite)"))
-            } else {
-                Failure(format!("{name}: {}", io_message(&e.error)))
-            }
-        })
-    }
-}
-
-fn progress_bar(total: Option<u64>, quiet: bool) -> Option<ProgressBar> {
-    if quiet || !io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = match total {
-        Some(n) => ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr()).with_style(
-            ProgressStyle::with_template(
-                "{bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta} {msg}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        ),
-        None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(
-            ProgressStyle::with_template("{spinner} {bytes} {binary_bytes_per_sec} {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        ),
-    };
-    Some(bar)
-}
-
-fn options(threads: Option<usize>, bar: &Option<ProgressBar>) -> Result<Options, Failure> {
+fn options(flags: &Flags, bar: &Option<ProgressBar>) -> Result<Options, Failure> {
     sep::set_simd_level(SimdLevel::from_env()?);
     let mut opts = Options::default();
-    if let Some(t) = threads {
+    if let Some(t) = flags.threads.filter(|&t| t > 0) {
         opts.threads = t;
     }
+    if let Some(level) = flags.level {
+        opts.level = level;
+    }
+    if let Some(bs) = flags.block_size {
+        opts.block_size = bs;
+    }
+    if let Some(m) = flags.memory {
+        opts.memory = m;
+    }
+    opts.dtype = flags.dtype;
+    opts.backbone = match flags.model {
+        ModelArg::Pac => sep::Backbone::Pac,
+    };
     if let Some(bar) = bar.clone() {
         opts.progress = Some(Arc::new(move |n| bar.inc(n)));
     }
@@ -347,48 +86,6 @@ fn options(threads: Option<usize>, bar: &Option<ProgressBar>) -> Result<Options,
     Ok(opts)
 }
 
-fn summary(name: &str, stats: &Stats, started: Instant, compressing: bool) {
-    let secs = started.elapsed().as_secs_f64().max(1e-6);
-    let ratio = stats.original_bytes as f64 / stats.archive_bytes.max(1) as f64;
-    let (from, to) = if compressing {
-        (stats.original_bytes, stats.archive_bytes)
-    } else {
-        (stats.archive_bytes, stats.original_bytes)
-    };
-    eprintln!(
-        "sep: {name}: {from} -> {to} bytes (ratio {ratio:.3}) in {secs:.2} s, {:.0} KB/s",
-        stats.original_bytes as f64 / 1000.0 / secs
-    );
-}
-
-/// Output destination: `None` is standard output.
-fn destination(
-    args: &CommonArgs,
-    default: impl FnOnce(&Path) -> Result<PathBuf, Failure>,
-) -> Result<Option<PathBuf>, Failure> {
-    if args.stdout {
-        return Ok(None);
-    }
-    match &args.output {
-        Some(p) if p == Path::new("-") => Ok(None),
-        Some(p) => Ok(Some(p.clone())),
-        None if is_stdio(&args.file) => Ok(None),
-        None => default(args.file.as_deref().unwrap_or(Path::new("-"))).map(Some),
-    }
-}
-
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => false,
-    }
-}
-
-/// Output buffer size: it gathers the small writes (records, headers); blocks, which are
-/// larger, go straight to the file instead of being copied through it (a 1 MiB buffer copied
-/// every block under 1 MiB: 5% of decompressing a file of small tensors).
-const WRITE_BUFFER: usize = 64 << 10;
-
 /// Writer that remembers whether a write failed, so errors name the right file.
 struct Tracked<W> {
     inner: W,
@@ -404,29 +101,19 @@ impl<W: Write> Write for Tracked<W> {
     }
 }
 
-/// Refuses to read and write the same file.
-fn check_distinct(input: Option<&PathBuf>, dest: Option<&PathBuf>) -> Result<(), Failure> {
-    match (input, dest) {
-        (Some(i), Some(d)) if same_file(i, d) => Err(Failure(format!(
-            "{}: input and output are the same file",
-            d.display()
-        ))),
-        _ => Ok(()),
-    }
-}
-
-/// One compression or decompression: opens the input, runs `codec` into a temporary output
-/// that is renamed into place on success, prints the summary.
-fn run_codec(
-    c: &CommonArgs,
+/// One file's run: opens `input` (`None`: standard input), codes it into `dest` (`None`:
+/// standard output; nothing at all when testing), renames the output into place with the
+/// input's metadata, removes the input if asked, prints the summary.
+fn run_one(
+    mode: Mode,
+    flags: &Flags,
+    input: Option<&Path>,
     dest: Option<PathBuf>,
-    compressing: bool,
-    configure: impl FnOnce(&mut Options) -> Result<(), Failure>,
-    codec: impl FnOnce(&mut Input, &mut dyn Write, &Options) -> sep::Result<Stats>,
 ) -> Result<(), Failure> {
-    let in_path = c.file.as_ref().filter(|_| !is_stdio(&c.file));
-    check_distinct(in_path, dest.as_ref())?;
-    if in_path.is_none() && io::stdin().is_terminal() && (!compressing || !c.force) {
+    let compressing = mode == Mode::Compress;
+    let testing = mode == Mode::Test;
+    check_distinct(input.map(Path::to_path_buf).as_ref(), dest.as_ref())?;
+    if input.is_none() && io::stdin().is_terminal() && (!compressing || !flags.force) {
         // As xz and zstd do: typed input is never what was meant (and would wait silently).
         return Err(Failure(
             match compressing {
@@ -436,24 +123,41 @@ fn run_codec(
             .into(),
         ));
     }
-    if compressing && dest.is_none() && io::stdout().is_terminal() && !c.force {
+    if compressing && dest.is_none() && io::stdout().is_terminal() && !flags.force {
         return Err(Failure(
             "refusing to write compressed data to a terminal (use -o, redirect, or -f)".into(),
         ));
     }
-    let (mut input, len, name) = Input::open(&c.file)?;
-    let bar = progress_bar(if compressing { len } else { None }, c.quiet);
-    let mut opts = options(c.threads, &bar)?;
-    configure(&mut opts)?;
-    let mut out = Output::create(dest.clone(), c.force)?;
+    let in_path = input.map(Path::to_path_buf);
+    let (mut source, len, name) = Input::open(&in_path)?;
+    let in_meta = in_path.as_ref().and_then(|p| std::fs::metadata(p).ok());
+    // The archive knows its original size: the bar shows a total when decompressing too.
+    let total = match (&source, compressing) {
+        (_, true) => len,
+        (Input::Mapped(m), false) => sep::inspect(io::Cursor::new(&m[..]))
+            .ok()
+            .map(|i| i.original_bytes),
+        _ => None,
+    };
+    let show_bar = !flags.quiet && io::stderr().is_terminal();
+    let bar = report::progress_bar(total, show_bar);
+    let opts = options(flags, &bar)?;
+    let mut out = match testing {
+        true => None,
+        false => Some(Output::create(dest.clone(), flags.force)?),
+    };
     let started = Instant::now();
     let out_name = dest.clone().unwrap_or_else(|| PathBuf::from("stdout"));
     let stats = {
+        let mut sink = io::sink();
         let mut w = Tracked {
-            inner: out.writer(),
+            inner: match out.as_mut() {
+                Some(o) => o.writer(),
+                None => Box::new(&mut sink),
+            },
             failed: false,
         };
-        let result = codec(&mut input, &mut w, &opts).and_then(|s| {
+        let result = code(mode, &mut source, &mut w, &opts).and_then(|s| {
             w.flush()?;
             Ok(s)
         });
@@ -461,10 +165,15 @@ fn run_codec(
             // A mapped file that shrank during the run reads as zeros up to its last page:
             // say so rather than call the data corrupt.
             let shrank = in_path
+                .as_ref()
                 .and_then(|p| std::fs::metadata(p).ok())
                 .is_some_and(|m| Some(m.len()) != len);
             if shrank && !w.failed {
                 return Failure(format!("{name}: the file changed while it was being read"));
+            }
+            if w.failed && out_name == Path::new("stdout") && broken_pipe(&e) {
+                // As xz: a reader that went away (`sep -dc f.sep | head`) ends sep quietly.
+                quiet_exit();
             }
             let blame = if w.failed {
                 out_name.as_path()
@@ -474,162 +183,273 @@ fn run_codec(
             with_path(blame, e)
         })?
     };
-    out.commit(in_path.map(|p| p.as_path()))?;
+    let wrote_file = matches!(out, Some(Output::File { .. }));
+    if let Some(o) = out {
+        o.commit(in_meta.as_ref())?;
+    }
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    if !c.quiet {
-        summary(&name, &stats, started, compressing);
+    if flags.rm && wrote_file {
+        if let Some(p) = &in_path {
+            std::fs::remove_file(p)
+                .map_err(|e| Failure(format!("{}: {}", p.display(), files::io_message(&e))))?;
+        }
+    }
+    if !flags.quiet && (flags.verbose || io::stderr().is_terminal()) {
+        report::summary(&name, &stats, started, compressing);
     }
     Ok(())
 }
 
-fn run_compress(args: CompressArgs) -> Result<(), Failure> {
-    let c = &args.common;
-    let dest = destination(c, |p| {
-        let mut s = p.as_os_str().to_owned();
-        s.push(".sep");
-        Ok(PathBuf::from(s))
-    })?;
-    let configure = |opts: &mut Options| {
-        if let Some(level) = args.level {
-            opts.level = level;
-        }
-        if let Some(bs) = args.block_size {
-            opts.block_size = bs;
-        }
-        opts.dtype = args.dtype;
-        opts.backbone = match args.model {
-            ModelArg::Pac => sep::Backbone::Pac,
-        };
-        opts.validate().map_err(Failure::from)
+/// Runs the library on the input.
+fn code(mode: Mode, input: &mut Input, w: &mut dyn Write, o: &Options) -> sep::Result<Stats> {
+    match (mode, input) {
+        (Mode::Compress, Input::Mapped(m)) => sep::compress_mapped(m, w, o),
+        (Mode::Compress, other) => sep::compress(other.reader(), w, o),
+        (_, Input::Mapped(m)) => sep::decompress_mapped(m, w, o),
+        (_, other) => sep::decompress(other.reader(), w, o),
+    }
+}
+
+fn broken_pipe(e: &Error) -> bool {
+    matches!(e, Error::Io(io) if io.kind() == io::ErrorKind::BrokenPipe)
+}
+
+/// Exits as a process killed by SIGPIPE would look to its shell.
+fn quiet_exit() -> ! {
+    std::process::exit(128 + 13)
+}
+
+/// Compresses, decompresses or tests one input, choosing its output's name.
+fn process(mode: Mode, flags: &Flags, input: Option<&Path>) -> Result<Done, Failure> {
+    let to_stdout = flags.stdout || flags.output.as_deref() == Some(Path::new("-"));
+    let dest = match (&flags.output, input) {
+        _ if to_stdout || mode == Mode::Test => None,
+        (Some(o), _) => Some(o.clone()),
+        (None, None) => None,
+        (None, Some(p)) => match mode {
+            Mode::Compress if files::has_suffix(p) && !flags.force => {
+                return Ok(Done::Warned(format!(
+                    "{}: already has the .sep suffix, skipped (-f compresses it again)",
+                    p.display()
+                )));
+            }
+            Mode::Compress => Some(files::archive_name(p)),
+            _ => Some(files::original_name(p)?),
+        },
     };
-    run_codec(c, dest, true, configure, |input, w, o| match input {
-        Input::Mapped(m) => sep::compress_mapped(m, w, o),
-        other => sep::compress(other.reader(), w, o),
-    })
+    run_one(mode, flags, input, dest).map(|()| Done::Ok)
 }
 
-fn run_decompress(args: DecompressArgs) -> Result<(), Failure> {
-    let c = &args.common;
-    let dest = destination(c, |p| {
-        match p.to_str().and_then(|s| s.strip_suffix(".sep")) {
-            Some(stem) if !stem.is_empty() && !stem.ends_with('/') => Ok(PathBuf::from(stem)),
-            _ => Err(Failure(format!(
-                "{}: unknown suffix, expected .sep (use -o OUT or -c)",
-                p.display()
-            ))),
-        }
-    })?;
-    run_codec(
-        c,
-        dest,
-        false,
-        |opts| {
-            if let Some(m) = args.memory {
-                opts.memory = m;
-            }
-            Ok(())
-        },
-        |input, w, o| match input {
-            Input::Mapped(m) => sep::decompress_mapped(m, w, o),
-            other => sep::decompress(other.reader(), w, o),
-        },
-    )
-}
-
-fn run_info(file: PathBuf) -> Result<(), Failure> {
-    if file.is_dir() {
-        return Err(Failure(format!("{}: is a directory", file.display())));
+/// `-l`: one line per archive (`-lv`: `info`'s description of each).
+fn list(flags: &Flags, inputs: &[Option<PathBuf>]) -> bool {
+    let mut failed = false;
+    let mut infos = Vec::new();
+    let mut out = String::new();
+    if !flags.verbose {
+        out.push_str(report::LIST_HEADER);
+        out.push('\n');
     }
-    let f = File::open(&file).map_err(|e| with_path(&file, e.into()))?;
-    let info = sep::inspect(io::BufReader::new(f)).map_err(|e| with_path(&file, e))?;
-    let ratio = |orig: u64, arch: u64| orig as f64 / arch.max(1) as f64;
-    let mut s = String::new();
-    use std::fmt::Write as _;
-    let _ = writeln!(
-        s,
-        "archive:        {} ({} bytes)",
-        file.display(),
-        info.archive_bytes
-    );
-    let _ = writeln!(s, "format version: {}", info.version);
-    let _ = writeln!(s, "engine version: {}", info.engine_version);
-    let _ = writeln!(s, "level:          {}", info.level);
-    let _ = writeln!(s, "neural codec:   {}", info.neural);
-    let _ = writeln!(s, "block size:     {} bytes", info.block_size);
-    let _ = writeln!(s, "original size:  {} bytes", info.original_bytes);
-    let _ = writeln!(
-        s,
-        "ratio:          {:.3}",
-        ratio(info.original_bytes, info.archive_bytes)
-    );
-    let _ = writeln!(
-        s,
-        "checksum:       xxh3-64 {:016x} (of the block checksums)",
-        info.checksum
-    );
-    let _ = writeln!(s, "blocks:         {}", info.blocks.len());
-    let _ = writeln!(
-        s,
-        "{:>6} {:>12} {:<13} {:>12} {:>12} {:>7}",
-        "block", "offset", "codec", "original", "archived", "ratio"
-    );
-    for (i, b) in info.blocks.iter().enumerate() {
-        let _ = writeln!(
-            s,
-            "{i:>6} {:>12} {:<13} {:>12} {:>12} {:>7.3}",
-            b.offset,
-            b.codec.name(),
-            b.original_bytes,
-            b.payload_bytes,
-            ratio(b.original_bytes, b.payload_bytes)
-        );
-    }
-    io::stdout()
-        .write_all(s.as_bytes())
-        .map_err(|e| Failure(format!("stdout: {}", io_message(&e))))
-}
-
-/// The arguments with xz's level flags (`-1` .. `-9`, `--fast`, `--best`) spelt as `--level`.
-fn level_flags(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    let mut rest = false;
-    args.map(|a| {
-        let level = match a.to_str() {
-            _ if rest => None,
-            Some("--") => {
-                rest = true;
-                None
-            }
-            Some("--fast") => Some('1'),
-            Some("--best") => Some('9'),
-            Some(s) => match s.as_bytes() {
-                [b'-', d @ b'1'..=b'9'] => Some(*d as char),
-                _ => None,
-            },
-            None => None,
+    for input in inputs {
+        let Some(path) = input else {
+            eprintln!("sep: error: --list reads archive files, not standard input");
+            failed = true;
+            continue;
         };
-        level.map_or(a, |d| format!("--level={d}").into())
-    })
-    .collect()
+        match inspect(path) {
+            Ok(info) => {
+                match flags.verbose {
+                    true => out.push_str(&report::describe(&info, path)),
+                    false => out.push_str(&report::list_line(&info, path)),
+                }
+                out.push('\n');
+                infos.push(info);
+            }
+            Err(Failure(m)) => {
+                eprintln!("sep: error: {m}");
+                failed = true;
+            }
+        }
+    }
+    if infos.len() > 1 && !flags.verbose {
+        out.push_str(&report::list_total(&infos));
+        out.push('\n');
+    }
+    if !infos.is_empty() {
+        write_stdout(out.as_bytes());
+    }
+    failed
+}
+
+fn inspect(path: &Path) -> Result<sep::Info, Failure> {
+    if path.is_dir() {
+        return Err(Failure(format!("{}: is a directory", path.display())));
+    }
+    let f = File::open(path).map_err(|e| with_path(path, e.into()))?;
+    sep::inspect(io::BufReader::new(f)).map_err(|e| with_path(path, e))
+}
+
+fn write_stdout(bytes: &[u8]) {
+    if let Err(e) = io::stdout().write_all(bytes) {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            quiet_exit();
+        }
+        eprintln!("sep: error: stdout: {}", files::io_message(&e));
+        std::process::exit(1);
+    }
+}
+
+/// The inputs named, directories expanded with `-r` (`None`: standard input).
+fn inputs(mode: Mode, flags: &Flags, names: Vec<PathBuf>) -> Vec<Result<Option<PathBuf>, Failure>> {
+    if names.is_empty() {
+        return vec![Ok(None)];
+    }
+    let mut out = Vec::new();
+    for name in names {
+        if name == Path::new("-") {
+            out.push(Ok(None));
+        } else if flags.recursive && name.is_dir() {
+            let mut found = Vec::new();
+            if let Err(e) = files::walk(&name, &mut found) {
+                out.push(Err(Failure(format!(
+                    "{}: {}",
+                    name.display(),
+                    files::io_message(&e)
+                ))));
+            }
+            // Compressing takes what is not an archive yet; the rest take the archives.
+            let wanted = |p: &PathBuf| files::has_suffix(p) != (mode == Mode::Compress);
+            out.extend(found.into_iter().filter(wanted).map(|p| Ok(Some(p))));
+        } else if name.is_dir() {
+            out.push(Err(Failure(format!(
+                "{}: is a directory (-r goes into it)",
+                name.display()
+            ))));
+        } else {
+            out.push(Ok(Some(name)));
+        }
+    }
+    out
+}
+
+fn usage_error(msg: &str) -> ExitCode {
+    eprintln!("sep: error: {msg}\nTry 'sep --help' for more information.");
+    ExitCode::FAILURE
+}
+
+/// Runs `mode` on every input, each with its own output and error.
+fn run_files(mode: Mode, flags: &Flags, names: Vec<PathBuf>) -> ExitCode {
+    if let Some(l) = flags.level.filter(|l| !sep::LEVELS.contains(l)) {
+        return usage_error(&format!("level {l} is not one of 1 .. 9 (-1 .. -9)"));
+    }
+    if flags.stdout && flags.output.is_some() {
+        return usage_error("-c and -o are two outputs: give one");
+    }
+    let inputs = inputs(mode, flags, names);
+    if flags.output.is_some() && inputs.len() > 1 {
+        return usage_error("-o names one output: give one input file, or none");
+    }
+    let mut failed = false;
+    let mut warned = false;
+    if mode == Mode::List {
+        let (ok, bad): (Vec<_>, Vec<_>) = inputs.into_iter().partition(Result::is_ok);
+        for Failure(m) in bad.into_iter().filter_map(Result::err) {
+            eprintln!("sep: error: {m}");
+            failed = true;
+        }
+        let ok: Vec<_> = ok.into_iter().filter_map(Result::ok).collect();
+        failed |= list(flags, &ok);
+    } else {
+        for input in inputs {
+            match input.and_then(|i| process(mode, flags, i.as_deref())) {
+                Ok(Done::Ok) => {}
+                Ok(Done::Warned(m)) => {
+                    if !flags.quiet {
+                        eprintln!("sep: warning: {m}");
+                    }
+                    warned = true;
+                }
+                Err(Failure(m)) => {
+                    eprintln!("sep: error: {m}");
+                    failed = true;
+                }
+            }
+        }
+    }
+    match (failed, warned) {
+        (true, _) => ExitCode::FAILURE,
+        (false, true) => ExitCode::from(2),
+        _ => ExitCode::SUCCESS,
+    }
+}
+
+fn run_info(file: &Path) -> ExitCode {
+    match inspect(file) {
+        Ok(info) => {
+            write_stdout(report::describe(&info, file).as_bytes());
+            ExitCode::SUCCESS
+        }
+        Err(Failure(m)) => {
+            eprintln!("sep: error: {m}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse_from(level_flags(std::env::args_os()));
+    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    match Personality::of(argv.first()) {
+        Personality::Sep => {}
+        Personality::Unsep => argv.insert(1.min(argv.len()), "-d".into()),
+        Personality::Sepcat => argv.insert(1.min(argv.len()), "-dc".into()),
+    }
+    let cli = match Cli::try_parse_from(args::normalise(argv.into_iter())) {
+        Ok(c) => c,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("bad arguments");
+            return usage_error(first.trim_start_matches("error: "));
+        }
+    };
     if let Err(e) = signals::watch() {
         eprintln!("sep: error: cannot watch for signals: {e}");
         return ExitCode::FAILURE;
     }
-    let result = match cli.cmd {
-        Cmd::Compress(a) => run_compress(a),
-        Cmd::Decompress(a) => run_decompress(a),
-        Cmd::Info { file } => run_info(file),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure(msg)) => {
-            eprintln!("sep: error: {msg}");
-            ExitCode::FAILURE
+    let (mode, flags, files) = match cli.cmd {
+        Some(Cmd::Compress(a)) => (Mode::Compress, a.flags, a.files),
+        Some(Cmd::Decompress(a)) => (Mode::Decompress, a.flags, a.files),
+        Some(Cmd::Info { file }) => return run_info(&file),
+        Some(Cmd::Completions { shell }) => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "sep", &mut out);
+            write_stdout(&out);
+            return ExitCode::SUCCESS;
         }
-    }
+        Some(Cmd::Manpage) => {
+            let mut out = Vec::new();
+            if let Err(e) = clap_mangen::Man::new(Cli::command()).render(&mut out) {
+                eprintln!("sep: error: man page: {e}");
+                return ExitCode::FAILURE;
+            }
+            write_stdout(&out);
+            return ExitCode::SUCCESS;
+        }
+        None => {
+            let m = &cli.mode;
+            let mode = match (m.decompress, m.test, m.list) {
+                (true, _, _) => Mode::Decompress,
+                (_, true, _) => Mode::Test,
+                (_, _, true) => Mode::List,
+                _ => Mode::Compress,
+            };
+            (mode, cli.flags, cli.files)
+        }
+    };
+    run_files(mode, &flags, files)
 }

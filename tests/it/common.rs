@@ -60,6 +60,19 @@ pub fn ok(r: &Run) {
 }
 
 /// Asserts a run failed the way users are promised: exit 1, one `sep: error:` line, no panic.
+/// Asserts a usage error: `sep: error: ...` then the `--help` hint, exit status 1.
+pub fn usage_fails(r: &Run, expect: &str) {
+    assert_eq!(r.code, 1, "stderr: {}", r.stderr);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", r.stderr);
+    assert!(
+        lines[0].starts_with("sep: error: ") && lines[0].contains(expect),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(lines[1], "Try 'sep --help' for more information.");
+}
+
 pub fn fails_cleanly(r: &Run, expect: &str) {
     assert_eq!(r.code, 1, "expected exit 1, stderr: {}", r.stderr);
     let lines: Vec<&str> = r.stderr.lines().collect();

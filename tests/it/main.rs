@@ -10,3 +10,4 @@ mod golden;
 mod signals;
 mod sources;
 mod tensors;
+mod xz_form;

@@ -146,10 +146,10 @@ fn npy_and_raw_arrays_round_trip() {
     let back = sep_env(d, &["decompress", "-q", "-c"], &r.stdout, &[]);
     ok(&back);
     assert!(back.stdout == raw);
-    // A bad --dtype is a usage error (clap's message and exit code 2), and writes nothing.
+    // A bad --dtype is a usage error (exit code 1, as xz), and writes nothing.
     fs::remove_file(d.join("w.f32.sep")).ok();
     let r = sep(d, &["compress", "-q", "--dtype", "f12", "w.f32"]);
-    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("unknown dtype 'f12'"), "{}", r.stderr);
     assert!(!d.join("w.f32.sep").exists());
 }

@@ -1,0 +1,267 @@
+//! The command line's grammar: sep's subcommands and the xz/zstd form (`sep [-z|-d|-t|-l]
+//! [flags] FILE...`), the level flags (`-1` .. `-9`) spelt out before clap reads them, and
+//! the names sep answers to (`unsep` decompresses, `sepcat` decompresses to standard output).
+
+use clap::{Args, Parser, Subcommand};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+const EXAMPLES: &str = "\
+Examples:
+  sep -k big.log               compress into big.log.sep (keep big.log)
+  sep -d big.log.sep           decompress into big.log
+  sep -9 -T0 a b               smallest archives, every core, one per file
+  sep -t a.sep; sep -l a.sep   test an archive; list what it holds
+  tar c dir | sep > dir.tar.sep
+  sep compress FILE / sep decompress FILE.sep / sep info FILE.sep   (subcommands)";
+
+/// sep: neural lossless compression.
+#[derive(Parser)]
+#[command(
+    name = "sep",
+    version,
+    about,
+    after_help = EXAMPLES,
+    max_term_width = 100,
+    args_conflicts_with_subcommands = true,
+    args_override_self = true,
+    disable_help_subcommand = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub cmd: Option<Cmd>,
+    #[command(flatten)]
+    pub mode: ModeFlags,
+    #[command(flatten)]
+    pub flags: Flags,
+    /// Files to compress (or decompress, test, list); none or `-`: standard input.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+}
+
+#[derive(Subcommand)]
+pub enum Cmd {
+    /// Compress FILEs (or stdin) into FILE.sep; the input is kept.
+    Compress(SubArgs),
+    /// Decompress FILE.sep (or stdin) into FILE; the archive is kept.
+    Decompress(SubArgs),
+    /// Show an archive's header, model and blocks.
+    Info {
+        /// The archive to describe.
+        file: PathBuf,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff).
+    Manpage,
+}
+
+/// The operation of the xz form (compress unless told otherwise).
+#[derive(Args, Default)]
+#[group(multiple = false)]
+pub struct ModeFlags {
+    /// Compress (the default).
+    #[arg(short = 'z', long)]
+    pub compress: bool,
+    /// Decompress.
+    #[arg(short = 'd', long, visible_alias = "uncompress")]
+    pub decompress: bool,
+    /// Decompress and verify, writing nothing.
+    #[arg(short = 't', long)]
+    pub test: bool,
+    /// List each archive's sizes, ratio, codecs and level (-lv: every block).
+    #[arg(short = 'l', long)]
+    pub list: bool,
+}
+
+#[derive(Args, Default)]
+pub struct SubArgs {
+    #[command(flatten)]
+    pub flags: Flags,
+    /// Input files; none or `-`: standard input.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+}
+
+#[derive(Args, Default, Clone)]
+pub struct Flags {
+    /// Write to standard output.
+    #[arg(short = 'c', long, visible_alias = "to-stdout")]
+    pub stdout: bool,
+    /// Write the output to OUT (one input only; `-`: standard output).
+    #[arg(short, long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// Overwrite existing outputs; compress FILE.sep again; write archives to a terminal.
+    #[arg(short, long)]
+    pub force: bool,
+    /// Keep the input files (the default; for scripts written for xz).
+    #[arg(short, long, conflicts_with = "rm")]
+    pub keep: bool,
+    /// Remove each input file once its output is written.
+    #[arg(long)]
+    pub rm: bool,
+    /// Into directories: every file in them.
+    #[arg(short, long)]
+    pub recursive: bool,
+    /// Level, 1 (fastest) .. 9 (smallest); also -1 .. -9, --fast, --best (default 6).
+    #[arg(long, value_name = "N")]
+    pub level: Option<u8>,
+    /// Worker threads; 0: every core (the default).
+    #[arg(short = 'T', long, env = "SEP_THREADS", value_name = "N")]
+    pub threads: Option<usize>,
+    /// No progress bar, no summary, no warnings.
+    #[arg(short, long, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// A summary per file even when stderr is not a terminal (-lv: every block).
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// Most bytes per independent block when compressing (suffixes K, M, G).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub block_size: Option<u64>,
+    /// Refuse archives whose blocks may be larger than this (default 256M).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub memory: Option<u64>,
+    /// The input is a raw array of this float type (f32, f16, bf16, f64).
+    #[arg(long, value_name = "TYPE")]
+    pub dtype: Option<sep::DType>,
+    /// Backbone network of the predictor.
+    #[arg(long, value_enum, default_value = "pac", hide_possible_values = true)]
+    pub model: ModelArg,
+}
+
+/// Backbones selectable on the command line.
+#[derive(Clone, Copy, Default, clap::ValueEnum)]
+pub enum ModelArg {
+    /// PAC-style MLP over SEP patch features.
+    #[default]
+    Pac,
+}
+
+/// Parses a byte count with an optional K/M/G (binary) suffix.
+fn parse_size(s: &str) -> Result<u64, String> {
+    let (num, shift) = match s.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&s[..i], 10),
+        Some((i, 'm' | 'M')) => (&s[..i], 20),
+        Some((i, 'g' | 'G')) => (&s[..i], 30),
+        _ => (s, 0),
+    };
+    let n: u64 = num.parse().map_err(|_| format!("not a size: {s}"))?;
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("too large: {s}"))
+}
+
+/// The name sep was run as: `unsep` decompresses, `sepcat` decompresses to standard output.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Personality {
+    Sep,
+    Unsep,
+    Sepcat,
+}
+
+impl Personality {
+    pub fn of(argv0: Option<&OsString>) -> Self {
+        let name = argv0
+            .map(std::path::Path::new)
+            .and_then(|p| p.file_stem())
+            .and_then(|s| s.to_str())
+            .unwrap_or("sep");
+        match name {
+            "unsep" => Personality::Unsep,
+            "sepcat" => Personality::Sepcat,
+            _ => Personality::Sep,
+        }
+    }
+}
+
+/// Short options that take a value (the rest of a cluster, or the next argument, is theirs).
+const VALUED: &[char] = &['o', 'T'];
+
+/// The arguments with the level flags spelt `--level=N`: `-N` (a digit run, as in `-9` or
+/// `-k9`; the last wins), `--fast` and `--best`. A digit run that is not 1..9 is kept as
+/// `--level=NN`, which the level check then refuses in one line.
+pub fn normalise(args: impl Iterator<Item = OsString>) -> Vec<OsString> {
+    let mut out = Vec::new();
+    let mut rest = false;
+    let mut value_next = false;
+    for a in args {
+        let s = match a.to_str() {
+            Some(s) if !rest && !value_next => s.to_string(),
+            _ => {
+                value_next = false;
+                out.push(a);
+                continue;
+            }
+        };
+        match s.as_str() {
+            "--" => {
+                rest = true;
+                out.push(a);
+            }
+            "--fast" => out.push("--level=1".into()),
+            "--best" => out.push("--level=9".into()),
+            _ if s.starts_with("--") || !s.starts_with('-') || s == "-" => {
+                value_next = matches!(s.as_str(), "--output" | "--threads" | "--level");
+                out.push(a)
+            }
+            _ => {
+                // A cluster of short flags: pull out the digit runs.
+                let mut kept = String::from("-");
+                let mut level: Option<String> = None;
+                let mut chars = s[1..].chars().peekable();
+                while let Some(c) = chars.next() {
+                    if c.is_ascii_digit() {
+                        let mut run = c.to_string();
+                        while let Some(&d) = chars.peek().filter(|d| d.is_ascii_digit()) {
+                            run.push(d);
+                            chars.next();
+                        }
+                        level = Some(run);
+                    } else if VALUED.contains(&c) {
+                        kept.push(c);
+                        kept.extend(chars.by_ref());
+                        value_next = kept.ends_with(c);
+                    } else {
+                        kept.push(c);
+                    }
+                }
+                if kept.len() > 1 {
+                    out.push(kept.into());
+                }
+                if let Some(l) = level {
+                    out.push(format!("--level={l}").into());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn norm(args: &[&str]) -> Vec<String> {
+        normalise(args.iter().map(OsString::from))
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn level_flags_are_spelt_out() {
+        assert_eq!(norm(&["-9", "f"]), ["--level=9", "f"]);
+        assert_eq!(norm(&["-k9d", "f"]), ["-kd", "--level=9", "f"]);
+        assert_eq!(norm(&["-1", "-9"]), ["--level=1", "--level=9"]);
+        assert_eq!(norm(&["-19"]), ["--level=19"]);
+        assert_eq!(norm(&["--best", "--fast"]), ["--level=9", "--level=1"]);
+        // Values of -T and -o are not levels, in the cluster or after it.
+        assert_eq!(norm(&["-T2", "-9"]), ["-T2", "--level=9"]);
+        assert_eq!(norm(&["-kT", "4", "f"]), ["-kT", "4", "f"]);
+        assert_eq!(norm(&["-o", "-5", "f"]), ["-o", "-5", "f"]);
+        assert_eq!(norm(&["--", "-9"]), ["--", "-9"]);
+        assert_eq!(norm(&["-"]), ["-"]);
+    }
+}

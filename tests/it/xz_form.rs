@@ -1,0 +1,290 @@
+//! The xz/zstd form of the command line, row by row of the conventions scripts rely on: several
+//! files, -z/-d/-t/-l, -k/--rm, levels, -T0, -r, -v, the unsep and sepcat names, metadata,
+//! usage errors, the suffix rule, -c with -o, a closed pipe, and a script written for xz.
+
+use crate::common::*;
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+/// Text the neural codec takes, `n` bytes, different per seed.
+fn text(seed: u64, n: usize) -> Vec<u8> {
+    let mut x = seed;
+    let words = [
+        "some", "words", "that", "scripts", "compress", "every", "day",
+    ];
+    let mut data = Vec::new();
+    while data.len() < n {
+        data.extend_from_slice(words[xorshift(&mut x) as usize % words.len()].as_bytes());
+        data.push(if xorshift(&mut x).is_multiple_of(9) {
+            b'\n'
+        } else {
+            b' '
+        });
+    }
+    data.truncate(n);
+    data
+}
+
+fn names(d: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn several_files_each_with_its_output_and_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("a"), text(1, 5000)).unwrap();
+    fs::write(d.join("b"), text(2, 7000)).unwrap();
+    // A missing file fails alone: the others are still done, and the status says so.
+    let r = sep(d, &["-q", "a", "missing", "b"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("missing: no such file"), "{}", r.stderr);
+    assert_eq!(names(d), ["a", "a.sep", "b", "b.sep"]);
+    // -d on both archives, -f to overwrite the kept inputs.
+    fs::remove_file(d.join("a")).unwrap();
+    ok(&sep(d, &["-d", "-q", "-f", "a.sep", "b.sep"]));
+    assert_eq!(fs::read(d.join("a")).unwrap(), text(1, 5000));
+    assert_eq!(fs::read(d.join("b")).unwrap(), text(2, 7000));
+}
+
+#[test]
+fn test_and_list_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("a"), text(3, 30000)).unwrap();
+    fs::write(d.join("b"), text(4, 9000)).unwrap();
+    ok(&sep(d, &["-z", "-q", "-9", "a", "b"]));
+    fs::remove_file(d.join("a")).unwrap();
+    ok(&sep(d, &["-t", "a.sep", "b.sep"]));
+    assert!(!d.join("a").exists(), "-t wrote its output");
+    let r = sep(d, &["-l", "a.sep", "b.sep"]);
+    ok(&r);
+    let t = String::from_utf8(r.stdout).unwrap();
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(lines.len(), 4, "header, two archives, total: {t}");
+    assert!(
+        lines[1].contains("a.sep") && lines[1].contains("neural"),
+        "{t}"
+    );
+    assert!(lines[1].contains(" 9 "), "level 9 shown: {t}");
+    assert!(lines[3].contains("2 files"), "{t}");
+    // -lv: the whole description of each.
+    let r = sep(d, &["-lv", "a.sep"]);
+    ok(&r);
+    assert!(String::from_utf8(r.stdout).unwrap().contains("block size:"));
+    // A damaged archive fails the test.
+    let mut bad = fs::read(d.join("a.sep")).unwrap();
+    let at = bad.len() / 2;
+    bad[at] ^= 4;
+    fs::write(d.join("bad.sep"), bad).unwrap();
+    let r = sep(d, &["-t", "-q", "bad.sep", "b.sep"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.starts_with("sep: error: bad.sep: "),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn keep_and_rm() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("a"), text(5, 4000)).unwrap();
+    ok(&sep(d, &["-k", "-q", "a"]));
+    assert!(d.join("a").exists());
+    ok(&sep(d, &["--rm", "-q", "-f", "a"]));
+    assert_eq!(names(d), ["a.sep"]);
+    ok(&sep(d, &["-d", "--rm", "-q", "a.sep"]));
+    assert_eq!(names(d), ["a"]);
+    assert_eq!(fs::read(d.join("a")).unwrap(), text(5, 4000));
+    // With -c there is no output file: the input stays.
+    let r = sep(d, &["--rm", "-q", "-c", "a"]);
+    ok(&r);
+    assert!(d.join("a").exists());
+    usage_fails(&sep(d, &["-k", "--rm", "a"]), "--rm");
+}
+
+#[test]
+fn levels_threads_and_verbose() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("a"), text(6, 20000)).unwrap();
+    ok(&sep(d, &["-q", "-1", "-T0", "a"]));
+    let fast = fs::read(d.join("a.sep")).unwrap();
+    ok(&sep(d, &["-q", "-f", "-k9", "a"]));
+    let best = fs::read(d.join("a.sep")).unwrap();
+    assert_ne!(fast, best);
+    usage_fails(&sep(d, &["-19", "a"]), "level");
+    // -v: a summary although stderr is not a terminal; without it, nothing.
+    let r = sep(d, &["-d", "-c", "a.sep"]);
+    ok(&r);
+    assert_eq!(r.stdout, text(6, 20000));
+    assert!(r.stderr.is_empty(), "{}", r.stderr);
+    let r = sep(d, &["-d", "-c", "-v", "a.sep"]);
+    ok(&r);
+    assert!(
+        r.stderr.contains("a.sep:") && r.stderr.contains("ratio"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn recursive_into_directories() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::create_dir_all(d.join("t/u")).unwrap();
+    fs::write(d.join("t/x"), text(7, 3000)).unwrap();
+    fs::write(d.join("t/u/y"), text(8, 3000)).unwrap();
+    let r = sep(d, &["-q", "t"]);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("is a directory"), "{}", r.stderr);
+    ok(&sep(d, &["-q", "-r", "--rm", "t"]));
+    assert_eq!(names(&d.join("t")), ["u", "x.sep"]);
+    assert_eq!(names(&d.join("t/u")), ["y.sep"]);
+    // A second run finds nothing left to compress (archives are not compressed again).
+    ok(&sep(d, &["-q", "-r", "t"]));
+    assert_eq!(names(&d.join("t")), ["u", "x.sep"]);
+    ok(&sep(d, &["-d", "-q", "-r", "--rm", "t"]));
+    assert_eq!(fs::read(d.join("t/u/y")).unwrap(), text(8, 3000));
+    assert_eq!(names(&d.join("t")), ["u", "x"]);
+}
+
+#[cfg(unix)]
+#[test]
+fn unsep_and_sepcat_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for name in ["unsep", "sepcat"] {
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_sep"), d.join(name)).unwrap();
+    }
+    fs::write(d.join("a"), text(9, 6000)).unwrap();
+    ok(&sep(d, &["-q", "a"]));
+    let cat = Command::new(d.join("sepcat"))
+        .arg("a.sep")
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(cat.status.success());
+    assert_eq!(cat.stdout, text(9, 6000));
+    fs::remove_file(d.join("a")).unwrap();
+    let un = Command::new(d.join("unsep"))
+        .arg("a.sep")
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(
+        un.status.success(),
+        "{}",
+        String::from_utf8_lossy(&un.stderr)
+    );
+    assert_eq!(fs::read(d.join("a")).unwrap(), text(9, 6000));
+}
+
+#[cfg(unix)]
+#[test]
+fn mtime_and_permissions_carry_over_without_setuid() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("a"), text(10, 5000)).unwrap();
+    let then = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+    let f = fs::File::options().write(true).open(d.join("a")).unwrap();
+    f.set_modified(then).unwrap();
+    f.set_permissions(fs::Permissions::from_mode(0o4751))
+        .unwrap();
+    drop(f);
+    ok(&sep(d, &["-q", "a"]));
+    let meta = fs::metadata(d.join("a.sep")).unwrap();
+    assert_eq!(meta.modified().unwrap(), then);
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o751);
+    fs::remove_file(d.join("a")).unwrap();
+    ok(&sep(d, &["-d", "-q", "a.sep"]));
+    let meta = fs::metadata(d.join("a")).unwrap();
+    assert_eq!(meta.modified().unwrap(), then);
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o751);
+}
+
+#[test]
+fn usage_errors_suffix_and_conflicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("a"), text(11, 3000)).unwrap();
+    usage_fails(&sep(d, &["--frobnicate", "a"]), "--frobnicate");
+    usage_fails(&sep(d, &["-c", "-o", "x", "a"]), "-c and -o");
+    usage_fails(&sep(d, &["-o", "x", "a", "a"]), "-o");
+    usage_fails(&sep(d, &["-d", "-t", "a"]), "cannot be used with");
+    assert!(!d.join("x").exists());
+    // An archive given to compress is skipped with a warning (status 2), as xz does.
+    ok(&sep(d, &["-q", "a"]));
+    let r = sep(d, &["a.sep"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("already has the .sep suffix"),
+        "{}",
+        r.stderr
+    );
+    assert!(!d.join("a.sep.sep").exists());
+    // Decompressing a name without the suffix is an error.
+    let r = sep(d, &["-d", "a"]);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("unknown suffix"), "{}", r.stderr);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let data = text(12, 3 << 20);
+    fs::write(d.join("a"), &data).unwrap();
+    ok(&sep(d, &["-q", "-1", "a"]));
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "set -o pipefail; '{}' -dc a.sep | head -c 10 >/dev/null",
+            env!("CARGO_BIN_EXE_sep")
+        ))
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(141));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_script_written_for_xz_runs_with_sep() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("a"), text(13, 40000)).unwrap();
+    fs::write(d.join("b"), text(14, 10000)).unwrap();
+    let script = "set -e; xz -k -T0 a b; xz -t a.xz; xz -dc a.xz | cmp - a; xz -l a.xz";
+    let script = script.replace("xz -", "\"$SEP\" -").replace(".xz", ".sep");
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .env("SEP", env!("CARGO_BIN_EXE_sep"))
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("a.sep"));
+    assert!(d.join("b.sep").exists() && d.join("a").exists());
+}
