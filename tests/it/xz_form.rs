@@ -288,3 +288,33 @@ fn a_script_written_for_xz_runs_with_sep() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("a.sep"));
     assert!(d.join("b.sep").exists() && d.join("a").exists());
 }
+
+#[cfg(unix)]
+#[test]
+fn decompressing_shows_total_and_time_left_on_a_terminal() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("no `script` (util-linux) to give sep a terminal: skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = fs::read(corpora().join("text/dickens")).unwrap();
+    fs::write(d.join("a"), &text[..1_000_000]).unwrap();
+    ok(&sep(d, &["-q", "-1", "--rm", "a"]));
+    // `script` runs sep on a pseudo-terminal and copies what it draws to stdout.
+    let cmd = format!("'{}' -d a.sep", env!("CARGO_BIN_EXE_sep"));
+    let out = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let drawn = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        drawn.contains("/976.56 KiB") && drawn.contains("ETA"),
+        "{drawn}"
+    );
+    // The summary, in the bar's units.
+    assert!(drawn.contains("-> 976.56 KiB (ratio"), "{drawn}");
+    assert_eq!(fs::read(d.join("a")).unwrap(), &text[..1_000_000]);
+}
