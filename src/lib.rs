@@ -121,6 +121,18 @@ pub fn decompress_mapped(
     pipeline::decompress(&mut InMemory::mapped(archive), &mut output, opts)
 }
 
+/// Writes the original bytes `range` of a seekable archive to `output`, reading and decoding
+/// only the blocks that cover it (each verified against its checksums). The stats give the
+/// range's length as `original_bytes` and the archive bytes read as `archive_bytes`.
+pub fn decompress_range(
+    input: impl Read + Seek,
+    mut output: impl Write,
+    opts: &Options,
+    range: std::ops::Range<u64>,
+) -> Result<Stats> {
+    pipeline::decompress_range(input, &mut output, opts, range.start, range.end)
+}
+
 /// What `inspect` reads of an archive: its header and block table, as `sep info` shows them.
 #[derive(Clone, Debug)]
 #[non_exhaustive]

@@ -124,6 +124,10 @@ pub struct Flags {
     /// Refuse archives whose blocks may be larger than this (default 256M).
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub memory: Option<u64>,
+    /// Decompress only original bytes START..END (suffixes K, M, G), reading only the blocks
+    /// that cover them.
+    #[arg(long, value_name = "START:END", value_parser = parse_range)]
+    pub range: Option<std::ops::Range<u64>>,
     /// The input is a raw array of this float type (f32, f16, bf16, f64).
     #[arg(long, value_name = "TYPE")]
     pub dtype: Option<sep::DType>,
@@ -151,6 +155,18 @@ fn parse_size(s: &str) -> Result<u64, String> {
     let n: u64 = num.parse().map_err(|_| format!("not a size: {s}"))?;
     n.checked_mul(1 << shift)
         .ok_or_else(|| format!("too large: {s}"))
+}
+
+/// Parses `START:END` byte offsets (each with an optional K/M/G suffix).
+fn parse_range(s: &str) -> Result<std::ops::Range<u64>, String> {
+    let (a, b) = s
+        .split_once(':')
+        .ok_or_else(|| format!("not START:END: {s}"))?;
+    let (start, end) = (parse_size(a)?, parse_size(b)?);
+    match start <= end {
+        true => Ok(start..end),
+        false => Err(format!("the range ends before it starts: {s}")),
+    }
 }
 
 /// The name sep was run as: `unsep` decompresses, `sepcat` decompresses to standard output.

@@ -134,7 +134,7 @@ fn run_one(
     // The archive knows its original size: the bar shows a total when decompressing too.
     let total = match (&source, compressing) {
         (_, true) => len,
-        (Input::Mapped(m), false) => sep::inspect(io::Cursor::new(&m[..]))
+        (Input::Mapped(m), false) if flags.range.is_none() => sep::inspect(io::Cursor::new(&m[..]))
             .ok()
             .map(|i| i.original_bytes),
         _ => None,
@@ -157,7 +157,16 @@ fn run_one(
             },
             failed: false,
         };
-        let result = code(mode, &mut source, &mut w, &opts).and_then(|s| {
+        let coded = match (&flags.range, &mut source) {
+            (Some(r), Input::Mapped(m)) if !compressing => {
+                sep::decompress_range(io::Cursor::new(&m[..]), &mut w, &opts, r.clone())
+            }
+            (Some(_), _) if !compressing => Err(Error::InvalidOption(
+                "--range reads an archive file, not a stream".into(),
+            )),
+            _ => code(mode, &mut source, &mut w, &opts),
+        };
+        let result = coded.and_then(|s| {
             w.flush()?;
             Ok(s)
         });

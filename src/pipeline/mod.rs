@@ -5,6 +5,7 @@
 mod buffers;
 mod options;
 mod plan;
+mod range;
 mod source;
 mod workers;
 
@@ -25,6 +26,7 @@ use std::io::Write;
 use workers::{run_ordered, INLINE_MAX};
 
 pub use plan::Known;
+pub(crate) use range::decompress_range;
 pub(crate) use source::{InMemory, Streamed};
 
 /// Writer wrapper counting the bytes written.

@@ -251,3 +251,49 @@ fn every_level_round_trips_and_is_recorded() {
     // More model, smaller archive: the slowest level beats the fastest.
     assert!(sizes[8] < sizes[0], "{sizes:?}");
 }
+
+#[test]
+fn a_range_decodes_only_the_blocks_covering_it() {
+    let text = fs::read(corpora().join("text/book1")).unwrap();
+    let data = &text[..200_000];
+    let mut archive = Vec::new();
+    let o = opts(2, Level::detect(), 20_000);
+    sep::compress_bytes(data, &mut archive, &o).unwrap();
+    let info = sep::inspect(std::io::Cursor::new(&archive)).unwrap();
+    assert_eq!(info.blocks.len(), 10);
+    for (start, end) in [
+        (0, 0),
+        (0, 200_000),
+        (19_999, 20_001),
+        (55_000, 56_000),
+        (199_999, 200_000),
+    ] {
+        let mut out = Vec::new();
+        let stats = sep::decompress_range(std::io::Cursor::new(&archive), &mut out, &o, start..end)
+            .unwrap();
+        assert!(out == data[start as usize..end as usize], "{start}..{end}");
+        assert_eq!(stats.original_bytes, end - start);
+        if end - start <= 1000 {
+            // One or two blocks of the ten are read.
+            assert!(stats.blocks <= 2, "{start}..{end}: {} blocks", stats.blocks);
+            assert!(
+                stats.archive_bytes < archive.len() as u64 / 3,
+                "{start}..{end}"
+            );
+        }
+    }
+    let mut out = Vec::new();
+    assert!(
+        sep::decompress_range(std::io::Cursor::new(&archive), &mut out, &o, 0..200_001).is_err()
+    );
+    // A damaged block is found if the range needs it, and only then.
+    let mut bad = archive.clone();
+    let b5 = &info.blocks[5];
+    bad[(b5.offset + b5.payload_bytes / 2) as usize] ^= 1;
+    let mut out = Vec::new();
+    let r = sep::decompress_range(std::io::Cursor::new(&bad), &mut out, &o, 100_001..100_002);
+    assert!(r.is_err(), "damaged block 5 decoded");
+    let mut out = Vec::new();
+    sep::decompress_range(std::io::Cursor::new(&bad), &mut out, &o, 0..1000).unwrap();
+    assert!(out == data[..1000]);
+}

@@ -318,3 +318,23 @@ fn decompressing_shows_total_and_time_left_on_a_terminal() {
     assert!(drawn.contains("-> 976.56 KiB (ratio"), "{drawn}");
     assert_eq!(fs::read(d.join("a")).unwrap(), &text[..1_000_000]);
 }
+
+#[test]
+fn a_range_of_an_archive() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let data = text(15, 100_000);
+    fs::write(d.join("a"), &data).unwrap();
+    ok(&sep(d, &["-q", "--block-size", "16K", "a"]));
+    let r = sep(d, &["-d", "-c", "--range", "30000:30100", "a.sep"]);
+    ok(&r);
+    assert_eq!(r.stdout, &data[30000..30100]);
+    let r = sep(d, &["-d", "-q", "--range", "1K:2K", "-o", "part", "a.sep"]);
+    ok(&r);
+    assert_eq!(fs::read(d.join("part")).unwrap(), &data[1024..2048]);
+    fails_cleanly(
+        &sep(d, &["-d", "-c", "--range", "0:200000", "a.sep"]),
+        "range",
+    );
+    usage_fails(&sep(d, &["-d", "-c", "--range", "9:3", "a.sep"]), "range");
+}

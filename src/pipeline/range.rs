@@ -1,0 +1,118 @@
+//! Random access: decodes only the blocks that cover a range of the original bytes, found
+//! through the block table at the archive's end. Each block read is verified against its own
+//! checksums; the whole-data checksum covers every block, so it is not checked here.
+
+use super::{decode_block, noop, Options, Stats};
+use crate::codecs::neural::{CpuBackend, NeuralConfig};
+use crate::codecs::{Decoder, ProgressFn};
+use crate::engine::ENGINE_VERSION;
+use crate::error::{Error, Result};
+use crate::format::checksum::xxh3_64;
+use crate::format::{BlockRecord, Header, Next, Trailer};
+use std::io::{Read, Seek, SeekFrom, Write};
+
+/// Counts the bytes read through it.
+struct Counting<R> {
+    inner: R,
+    read: u64,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+/// Writes original bytes `start..end` of the archive `input` to `output`. The stats give the
+/// range's length as `original_bytes` and the archive bytes read as `archive_bytes`.
+pub(crate) fn decompress_range(
+    input: impl Read + Seek,
+    output: &mut impl Write,
+    opts: &Options,
+    start: u64,
+    end: u64,
+) -> Result<Stats> {
+    opts.validate()?;
+    let mut input = Counting {
+        inner: input,
+        read: 0,
+    };
+    let (header, header_len) = Header::read(&mut input)?;
+    if header.block_size > opts.memory {
+        return Err(Error::MemoryLimit {
+            needed: header.block_size,
+            limit: opts.memory,
+        });
+    }
+    if header.engine_version != ENGINE_VERSION {
+        return Err(Error::EngineVersion {
+            found: header.engine_version,
+            supported: ENGINE_VERSION,
+        });
+    }
+    let neural = NeuralConfig::from_bytes(&header.neural_config)?;
+    let trailer = Trailer::read_from_end(&mut input.inner)?;
+    let archive_end = input.inner.seek(SeekFrom::End(0))?;
+    trailer.check_table(header_len, archive_end - trailer.encoded_len())?;
+    input.read += trailer.encoded_len();
+    if start > end || end > trailer.total_len {
+        return Err(Error::InvalidOption(format!(
+            "range {start}:{end} is not within the {} original bytes",
+            trailer.total_len
+        )));
+    }
+    let progress: ProgressFn = match &opts.progress {
+        Some(p) => p.as_ref(),
+        None => &noop,
+    };
+    let backend = CpuBackend::default();
+    let decoder = Decoder {
+        neural: &neural,
+        backend: &backend,
+        progress,
+    };
+    let (mut at, mut blocks) = (0u64, 0u64);
+    let mut data = Vec::new();
+    for (index, e) in trailer.table.iter().enumerate() {
+        let (from, to) = (at, at + e.raw_len);
+        at = to;
+        if to <= start || from >= end {
+            continue;
+        }
+        input.inner.seek(SeekFrom::Start(e.offset))?;
+        let rec = match BlockRecord::read_next(&mut input, header.block_size)? {
+            Next::Block(rec)
+                if rec.codec == e.codec
+                    && rec.raw_len == e.raw_len
+                    && rec.payload_len == e.payload_len =>
+            {
+                rec
+            }
+            _ => return Err(Error::Corrupt(format!("block {index} is not as listed"))),
+        };
+        let mut payload = Vec::new();
+        (&mut input)
+            .take(rec.payload_len)
+            .read_to_end(&mut payload)?;
+        if payload.len() as u64 != rec.payload_len {
+            return Err(Error::Truncated("inside a block"));
+        }
+        if xxh3_64(&payload) != rec.payload_hash {
+            return Err(Error::Checksum(format!("block {index}")));
+        }
+        data.clear();
+        decode_block(&decoder, index, &rec, &payload, &mut data)?;
+        let lo = (start.max(from) - from) as usize;
+        let hi = (end.min(to) - from) as usize;
+        output.write_all(&data[lo..hi])?;
+        blocks += 1;
+    }
+    output.flush()?;
+    Ok(Stats {
+        original_bytes: end - start,
+        archive_bytes: input.read,
+        blocks,
+    })
+}
