@@ -36,7 +36,7 @@ mod testing;
 pub use codecs::float::DType;
 pub use codecs::neural::{Backbone, DEFAULT_LEVEL, LEVELS};
 pub use error::{Error, Result};
-pub use format::Codec;
+pub use format::{Codec, Part};
 pub use simd::Level as SimdLevel;
 
 use codecs::neural::NeuralConfig;
@@ -121,6 +121,26 @@ pub fn decompress_mapped(
     pipeline::decompress(&mut InMemory::mapped(archive), &mut output, opts)
 }
 
+/// Compresses part `index` (from 0) of `count` of `input` into `output`: the input is cut into
+/// `count` runs of whole blocks, as `compress_bytes` would cut it, and only this part's blocks
+/// are coded. The part is an archive of its own bytes; `concat` joins all of them into the
+/// archive `compress_bytes` writes. Every worker needs the whole input, and the same options.
+pub fn compress_part(
+    input: &[u8],
+    mut output: impl Write,
+    opts: &Options,
+    index: u32,
+    count: u32,
+) -> Result<Stats> {
+    pipeline::compress_part(input, &mut output, opts, &opts.neural(), index, count)
+}
+
+/// Joins the parts `compress_part` wrote, given in order, into the archive of the whole input,
+/// without recompressing; refuses parts that do not fit together before writing anything.
+pub fn concat<R: Read + Seek>(parts: &mut [R], mut output: impl Write) -> Result<Stats> {
+    pipeline::concat(parts, &mut output)
+}
+
 /// Writes the original bytes `range` of a seekable archive to `output`, reading and decoding
 /// only the blocks that cover it (each verified against its checksums). The stats give the
 /// range's length as `original_bytes` and the archive bytes read as `archive_bytes`.
@@ -145,6 +165,8 @@ pub struct Info {
     pub block_size: u64,
     /// The compression level the archive was written at.
     pub level: u8,
+    /// Where its bytes sit in a larger input, if it is a part (`compress_part`).
+    pub part: Option<Part>,
     /// The neural codec's configuration, described.
     pub neural: String,
     /// Bytes of original data.
@@ -183,6 +205,7 @@ pub fn inspect(mut input: impl Read + Seek) -> Result<Info> {
         engine_version: header.engine_version,
         block_size: header.block_size,
         level: neural.level,
+        part: header.part,
         neural: neural.describe(),
         original_bytes: trailer.total_len,
         checksum: trailer.data_hash,

@@ -50,6 +50,18 @@ pub enum Cmd {
         /// The archive to describe.
         file: PathBuf,
     },
+    /// Join parts written with --shard, in order, into the archive of the whole file.
+    Concat {
+        /// The parts, in order.
+        #[arg(required = true)]
+        parts: Vec<PathBuf>,
+        /// The archive to write.
+        #[arg(short, long, value_name = "OUT")]
+        output: PathBuf,
+        /// Overwrite OUT if it exists.
+        #[arg(short, long)]
+        force: bool,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell.
@@ -124,6 +136,9 @@ pub struct Flags {
     /// Refuse archives whose blocks may be larger than this (default 256M).
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub memory: Option<u64>,
+    /// Compress only part I (from 0) of N of FILE, for `sep concat` to join.
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    pub shard: Option<(u32, u32)>,
     /// Decompress only original bytes START..END (suffixes K, M, G), reading only the blocks
     /// that cover them.
     #[arg(long, value_name = "START:END", value_parser = parse_range)]
@@ -155,6 +170,17 @@ fn parse_size(s: &str) -> Result<u64, String> {
     let n: u64 = num.parse().map_err(|_| format!("not a size: {s}"))?;
     n.checked_mul(1 << shift)
         .ok_or_else(|| format!("too large: {s}"))
+}
+
+/// Parses `I/N`: part I (from 0) of N.
+fn parse_shard(s: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("not I/N with 0 <= I < N: {s}");
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let (i, n): (u32, u32) = (i.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
+    match i < n {
+        true => Ok((i, n)),
+        false => Err(bad()),
+    }
 }
 
 /// Parses `START:END` byte offsets (each with an optional K/M/G suffix).

@@ -243,9 +243,12 @@ pub fn has_suffix(path: &Path) -> bool {
         .is_some_and(|stem| !stem.is_empty() && !stem.ends_with('/'))
 }
 
-/// The archive's name for an input: FILE.sep.
-pub fn archive_name(path: &Path) -> PathBuf {
+/// The archive's name for an input: FILE.sep, or FILE.I-of-N.sep for part I of N.
+pub fn archive_name(path: &Path, shard: Option<(u32, u32)>) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
+    if let Some((i, n)) = shard {
+        s.push(format!(".{i}-of-{n}"));
+    }
     s.push(".sep");
     PathBuf::from(s)
 }

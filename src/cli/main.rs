@@ -164,7 +164,18 @@ fn run_one(
             (Some(_), _) if !compressing => Err(Error::InvalidOption(
                 "--range reads an archive file, not a stream".into(),
             )),
-            _ => code(mode, &mut source, &mut w, &opts),
+            _ => match (flags.shard, &mut source) {
+                (Some((i, n)), Input::Mapped(m)) if compressing => {
+                    sep::compress_part(&m[..], &mut w, &opts, i, n)
+                }
+                (Some((i, n)), Input::Empty) if compressing => {
+                    sep::compress_part(&[], &mut w, &opts, i, n)
+                }
+                (Some(_), _) if compressing => Err(Error::InvalidOption(
+                    "--shard reads a file, not a stream".into(),
+                )),
+                _ => code(mode, &mut source, &mut w, &opts),
+            },
         };
         let result = coded.and_then(|s| {
             w.flush()?;
@@ -244,7 +255,7 @@ fn process(mode: Mode, flags: &Flags, input: Option<&Path>) -> Result<Done, Fail
                     p.display()
                 )));
             }
-            Mode::Compress => Some(files::archive_name(p)),
+            Mode::Compress => Some(files::archive_name(p, flags.shard)),
             _ => Some(files::original_name(p)?),
         },
     };
@@ -393,6 +404,26 @@ fn run_files(mode: Mode, flags: &Flags, names: Vec<PathBuf>) -> ExitCode {
     }
 }
 
+/// `sep concat`: the parts, checked, joined into OUT (written only if all fit together).
+fn run_concat(parts: &[PathBuf], output: PathBuf, force: bool) -> Result<(), Failure> {
+    let mut files = Vec::with_capacity(parts.len());
+    for p in parts {
+        check_distinct(Some(p), Some(&output))?;
+        let f = File::open(p).map_err(|e| with_path(p, e.into()))?;
+        files.push(io::BufReader::new(f));
+    }
+    let mut out = Output::create(Some(output.clone()), force)?;
+    let mut w = out.writer();
+    sep::concat(&mut files, &mut w).map_err(|e| match e {
+        Error::Io(_) => with_path(&output, e),
+        e => Failure(format!("sep concat: {e}")),
+    })?;
+    w.flush()
+        .map_err(|e| Failure(format!("{}: {}", output.display(), files::io_message(&e))))?;
+    drop(w);
+    out.commit(None)
+}
+
 fn run_info(file: &Path) -> ExitCode {
     match inspect(file) {
         Ok(info) => {
@@ -434,6 +465,19 @@ fn main() -> ExitCode {
         Some(Cmd::Compress(a)) => (Mode::Compress, a.flags, a.files),
         Some(Cmd::Decompress(a)) => (Mode::Decompress, a.flags, a.files),
         Some(Cmd::Info { file }) => return run_info(&file),
+        Some(Cmd::Concat {
+            parts,
+            output,
+            force,
+        }) => {
+            return match run_concat(&parts, output, force) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(Failure(m)) => {
+                    eprintln!("sep: error: {m}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Some(Cmd::Completions { shell }) => {
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "sep", &mut out);

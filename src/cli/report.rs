@@ -110,6 +110,13 @@ pub fn describe(info: &Info, name: &Path) -> String {
     let _ = writeln!(s, "format version: {}", info.version);
     let _ = writeln!(s, "engine version: {}", info.engine_version);
     let _ = writeln!(s, "level:          {}", info.level);
+    if let Some(p) = info.part {
+        let _ = writeln!(
+            s,
+            "part:           {} of {} (from byte {} of {}; sep concat joins the parts)",
+            p.index, p.count, p.start, p.whole_len
+        );
+    }
     let _ = writeln!(s, "neural codec:   {}", info.neural);
     let _ = writeln!(s, "block size:     {} bytes", info.block_size);
     let _ = writeln!(s, "original size:  {} bytes", info.original_bytes);

@@ -120,6 +120,68 @@ pub struct Header {
     pub block_size: u64,
     /// Serialised configuration of the neural codec (`codecs::neural::NeuralConfig`).
     pub neural_config: Vec<u8>,
+    /// Where this archive's blocks sit in a larger input, if it is a part of one (`Part`).
+    pub part: Option<Part>,
+}
+
+/// Header flag: the archive is a part (`Part`).
+const FLAG_PART: u16 = 1;
+/// Bytes of a part's fields in the header.
+const PART_LEN: usize = 4 + 4 + 8 * 5;
+
+/// A part: the blocks `first_block..` of an input cut into `count` parts of whole blocks,
+/// compressed apart (`sep compress --shard`) and joined by `concat` into the archive of the
+/// whole input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Part {
+    /// Which part, from 0.
+    pub index: u32,
+    /// How many parts the input was cut into.
+    pub count: u32,
+    /// Index of the part's first block among the input's blocks.
+    pub first_block: u64,
+    /// Offset of the part's first original byte in the input.
+    pub start: u64,
+    /// Length of the whole input.
+    pub whole_len: u64,
+    /// Blocks of the whole input.
+    pub whole_blocks: u64,
+    /// Checksum of the whole input (`DataHash` over all its blocks).
+    pub whole_hash: u64,
+}
+
+impl Part {
+    fn to_bytes(self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(PART_LEN);
+        b.extend_from_slice(&self.index.to_le_bytes());
+        b.extend_from_slice(&self.count.to_le_bytes());
+        for v in [
+            self.first_block,
+            self.start,
+            self.whole_len,
+            self.whole_blocks,
+            self.whole_hash,
+        ] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b
+    }
+
+    fn from_bytes(b: &[u8]) -> Result<Self> {
+        let p = Part {
+            index: u32_at(b, 0),
+            count: u32_at(b, 4),
+            first_block: u64_at(b, 8),
+            start: u64_at(b, 16),
+            whole_len: u64_at(b, 24),
+            whole_blocks: u64_at(b, 32),
+            whole_hash: u64_at(b, 40),
+        };
+        if p.index >= p.count || p.first_block > p.whole_blocks || p.start > p.whole_len {
+            return Err(Error::Corrupt("part fields out of range".into()));
+        }
+        Ok(p)
+    }
 }
 
 fn read_array<const N: usize>(r: &mut impl Read, what: &'static str) -> Result<[u8; N]> {
@@ -148,14 +210,21 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 impl Header {
     /// Serialises the header including its checksum.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(32 + self.neural_config.len());
+        let mut b = Vec::with_capacity(32 + self.neural_config.len() + PART_LEN);
+        let flags = match self.part {
+            Some(_) => self.flags | FLAG_PART,
+            None => self.flags & !FLAG_PART,
+        };
         b.extend_from_slice(&MAGIC);
         b.extend_from_slice(&self.version.to_le_bytes());
-        b.extend_from_slice(&self.flags.to_le_bytes());
+        b.extend_from_slice(&flags.to_le_bytes());
         b.extend_from_slice(&self.engine_version.to_le_bytes());
         b.extend_from_slice(&self.block_size.to_le_bytes());
         b.extend_from_slice(&(self.neural_config.len() as u32).to_le_bytes());
         b.extend_from_slice(&self.neural_config);
+        if let Some(p) = self.part {
+            b.extend_from_slice(&p.to_bytes());
+        }
         let check = xxh3_64(&b);
         b.extend_from_slice(&check.to_le_bytes());
         b
@@ -188,20 +257,29 @@ impl Header {
         let mut config = vec![0u8; config_len as usize];
         r.read_exact(&mut config)
             .map_err(|e| Error::eof_as_truncated(e, "inside the header"))?;
+        let flags = u16_at(&fixed, 2);
+        let part_bytes: Option<[u8; PART_LEN]> = match flags & FLAG_PART {
+            0 => None,
+            _ => Some(read_array(r, "inside the header")?),
+        };
         let check: [u8; 8] = read_array(r, "inside the header")?;
-        let mut all = Vec::with_capacity(24 + config.len());
+        let mut all = Vec::with_capacity(24 + config.len() + PART_LEN);
         all.extend_from_slice(&magic);
         all.extend_from_slice(&fixed);
         all.extend_from_slice(&config);
+        if let Some(p) = &part_bytes {
+            all.extend_from_slice(p);
+        }
         if xxh3_64(&all) != u64::from_le_bytes(check) {
             return Err(Error::Checksum("the header".into()));
         }
         let h = Header {
             version,
-            flags: u16_at(&fixed, 2),
+            flags: flags & !FLAG_PART,
             engine_version: u32_at(&fixed, 4),
             block_size: u64_at(&fixed, 8),
             neural_config: config,
+            part: part_bytes.map(|b| Part::from_bytes(&b)).transpose()?,
         };
         if h.flags != 0 {
             return Err(Error::Corrupt(format!(
@@ -487,6 +565,7 @@ mod tests {
             engine_version: 1,
             block_size: 1 << 20,
             neural_config: vec![1, 4, 2],
+            part: None,
         };
         let b = h.to_bytes();
         let (back, len) = Header::read(&mut Cursor::new(&b)).unwrap();

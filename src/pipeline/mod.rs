@@ -4,6 +4,7 @@
 
 mod buffers;
 mod options;
+mod parts;
 mod plan;
 mod range;
 mod source;
@@ -18,13 +19,14 @@ use crate::codecs::{self, Decoder, ProgressFn};
 use crate::engine::ENGINE_VERSION;
 use crate::error::{Error, Result};
 use crate::format::checksum::xxh3_64;
-use crate::format::{BlockRecord, Codec, DataHash, Header, Next, TableEntry, Trailer};
+use crate::format::{BlockRecord, Codec, DataHash, Header, Next, Part, TableEntry, Trailer};
 use buffers::Buffers;
 use plan::{Plan, ROOM_MAX};
 use source::{read_full, Bytes, Source};
 use std::io::Write;
 use workers::{run_ordered, INLINE_MAX};
 
+pub(crate) use parts::{compress_part, concat};
 pub use plan::Known;
 pub(crate) use range::decompress_range;
 pub(crate) use source::{InMemory, Streamed};
@@ -57,6 +59,19 @@ pub(crate) fn compress<'a>(
     neural: &NeuralConfig,
     known: Known,
 ) -> Result<Stats> {
+    compress_blocks(input, output, opts, neural, known, None)
+}
+
+/// `compress`, of every block or, for a part, of blocks `first_block..` up to the part's end
+/// (the others are read and skipped).
+fn compress_blocks<'a>(
+    input: &mut impl Source<'a>,
+    output: &mut impl Write,
+    opts: &Options,
+    neural: &NeuralConfig,
+    known: Known,
+    part: Option<(Part, u64)>,
+) -> Result<Stats> {
     opts.validate()?;
     let backend = CpuBackend::default();
     let mut plan = Plan::new(opts, known);
@@ -70,6 +85,7 @@ pub(crate) fn compress<'a>(
         engine_version: ENGINE_VERSION,
         block_size: plan.cap,
         neural_config: neural.to_bytes(),
+        part: part.map(|(p, _)| p),
     };
     let mut out = Counting {
         inner: output,
@@ -85,9 +101,21 @@ pub(crate) fn compress<'a>(
     };
     let (blocks, payloads) = (Buffers::new(), Buffers::new());
     let returns = input.returns();
+    let (first, end) = part.map_or((0, u64::MAX), |(p, n)| (p.first_block, p.first_block + n));
+    let mut index = 0u64;
     run_ordered(
         opts.threads,
-        || plan.next_block(input, &blocks),
+        || loop {
+            let Some(block) = plan.next_block(input, &blocks)? else {
+                return Ok(None);
+            };
+            index += 1;
+            match index - 1 {
+                i if i >= end => return Ok(None),
+                i if i < first => continue,
+                _ => return Ok(Some(block)),
+            }
+        },
         |(data, kind, raw_hash): (Bytes<'a>, Kind, u64)| {
             let spare = payloads.empty(0);
             let (codec, payload) =

@@ -216,6 +216,7 @@ fn crafted(block_size: u64, blocks: &[(sep::Codec, u64, Vec<u8>)]) -> Vec<u8> {
         engine_version: sep::internals::engine::ENGINE_VERSION,
         block_size,
         neural_config: sep::internals::codecs::neural::NeuralConfig::default().to_bytes(),
+        part: None,
     };
     let mut out = header.to_bytes();
     let (mut hash, mut table, mut total) = (DataHash::default(), Vec::new(), 0);

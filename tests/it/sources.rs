@@ -297,3 +297,68 @@ fn a_range_decodes_only_the_blocks_covering_it() {
     sep::decompress_range(std::io::Cursor::new(&bad), &mut out, &o, 0..1000).unwrap();
     assert!(out == data[..1000]);
 }
+
+#[test]
+fn parts_join_into_the_archive_of_the_whole_input() {
+    let text = fs::read(corpora().join("text/book1")).unwrap();
+    let data = &text[..300_000];
+    let o = opts(2, Level::detect(), 40_000);
+    let mut whole = Vec::new();
+    sep::compress_bytes(data, &mut whole, &o).unwrap();
+    for count in [1u32, 3, 8, 11] {
+        let parts: Vec<Vec<u8>> = (0..count)
+            .map(|i| {
+                let mut p = Vec::new();
+                sep::compress_part(data, &mut p, &o, i, count).unwrap();
+                p
+            })
+            .collect();
+        // Each part is an archive of its own bytes.
+        for p in &parts {
+            let info = sep::inspect(std::io::Cursor::new(p)).unwrap();
+            let part = info.part.expect("a part");
+            let at = part.start as usize;
+            let mut out = Vec::new();
+            sep::decompress_to_vec(p, &mut out, &o).unwrap();
+            assert!(out == data[at..at + out.len()], "{count} parts");
+        }
+        let mut joined = Vec::new();
+        let mut readers: Vec<_> = parts.iter().map(std::io::Cursor::new).collect();
+        sep::concat(&mut readers, &mut joined).unwrap();
+        assert!(
+            joined == whole,
+            "{count} parts joined differ from one compress"
+        );
+    }
+    let parts: Vec<Vec<u8>> = (0..3)
+        .map(|i| {
+            let mut p = Vec::new();
+            sep::compress_part(data, &mut p, &o, i, 3).unwrap();
+            p
+        })
+        .collect();
+    let refused = |ps: Vec<Vec<u8>>| {
+        let mut readers: Vec<_> = ps.iter().map(std::io::Cursor::new).collect();
+        let mut out = Vec::new();
+        sep::concat(&mut readers, &mut out).is_err() && out.is_empty()
+    };
+    let (a, b, c) = (parts[0].clone(), parts[1].clone(), parts[2].clone());
+    assert!(refused(vec![a.clone(), c.clone(), b.clone()]), "reordered");
+    assert!(refused(vec![a.clone(), b.clone()]), "missing");
+    assert!(refused(vec![a.clone(), b.clone(), b.clone()]), "repeated");
+    let mut other = Vec::new();
+    sep::compress_part(&text[1..300_001], &mut other, &o, 1, 3).unwrap();
+    assert!(refused(vec![a.clone(), other, c.clone()]), "another input");
+    let mut o9 = opts(2, Level::detect(), 40_000);
+    o9.level = 1;
+    let mut other = Vec::new();
+    sep::compress_part(data, &mut other, &o9, 1, 3).unwrap();
+    assert!(refused(vec![a.clone(), other, c.clone()]), "other options");
+    assert!(
+        refused(vec![a.clone(), b[..b.len() - 9].to_vec(), c.clone()]),
+        "truncated"
+    );
+    assert!(refused(vec![a, b, whole.clone()]), "a whole archive");
+    let mut bad = Vec::new();
+    assert!(sep::compress_part(data, &mut bad, &o, 3, 3).is_err());
+}

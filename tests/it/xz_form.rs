@@ -338,3 +338,38 @@ fn a_range_of_an_archive() {
     );
     usage_fails(&sep(d, &["-d", "-c", "--range", "9:3", "a.sep"]), "range");
 }
+
+#[test]
+fn shards_and_concat() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("a"), text(16, 60_000)).unwrap();
+    let r = sep(d, &["-q", "-c", "--block-size", "8K", "a"]);
+    ok(&r);
+    let whole = r.stdout;
+    for i in 0..3 {
+        let shard = format!("{i}/3");
+        ok(&sep(
+            d,
+            &["-q", "--block-size", "8K", "--shard", &shard, "a"],
+        ));
+    }
+    let info = String::from_utf8(sep(d, &["info", "a.1-of-3.sep"]).stdout).unwrap();
+    assert!(info.contains("part:           1 of 3"), "{info}");
+    let parts = ["a.0-of-3.sep", "a.1-of-3.sep", "a.2-of-3.sep"];
+    let mut args = vec!["concat"];
+    args.extend(parts);
+    args.extend(["-o", "joined.sep"]);
+    ok(&sep(d, &args));
+    assert_eq!(fs::read(d.join("joined.sep")).unwrap(), whole);
+    // Out of order: one line, no output.
+    let r = sep(
+        d,
+        &["concat", parts[1], parts[0], parts[2], "-o", "bad.sep"],
+    );
+    assert_eq!(r.code, 1);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("out of order"), "{}", r.stderr);
+    assert!(!d.join("bad.sep").exists());
+    usage_fails(&sep(d, &["--shard", "3/3", "a"]), "I/N");
+}
