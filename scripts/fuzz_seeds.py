@@ -24,6 +24,10 @@ for path in sorted(glob.glob(os.path.join(os.path.dirname(__file__), "../tests/d
     for t in ARCHIVE_TARGETS:
         os.makedirs(os.path.join(out, t), exist_ok=True)
         open(os.path.join(out, t, name), "wb").write(a)
+    # The range target: two offsets (a range inside the data, and one past it), then the archive.
+    os.makedirs(os.path.join(out, "archive-range"), exist_ok=True)
+    for lo, hi in [(0, 1000), (5000, 1 << 20)]:
+        open(os.path.join(out, "archive-range", f"{name}.{lo}"), "wb").write(struct.pack("<II", lo, hi) + a)
     for i, (codec, raw_len, payload) in enumerate(blocks(a)):
         if codec == "stored":
             continue

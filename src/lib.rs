@@ -272,6 +272,16 @@ pub mod internals {
             "inspect" => {
                 let _ = crate::inspect(std::io::Cursor::new(data));
             }
+            "archive-range" => {
+                // Two offsets, then the archive.
+                let [a, b, c, d, e, f, g, h, archive @ ..] = data else {
+                    return;
+                };
+                let x = u32::from_le_bytes([*a, *b, *c, *d]) as u64;
+                let y = u32::from_le_bytes([*e, *f, *g, *h]) as u64;
+                let cursor = std::io::Cursor::new(archive);
+                let _ = crate::decompress_range(cursor, std::io::sink(), &opts, x.min(y)..x.max(y));
+            }
             codec => {
                 let Some(codec) = codec
                     .strip_prefix("codec-")

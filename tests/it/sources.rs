@@ -362,3 +362,36 @@ fn parts_join_into_the_archive_of_the_whole_input() {
     let mut bad = Vec::new();
     assert!(sep::compress_part(data, &mut bad, &o, 3, 3).is_err());
 }
+
+#[test]
+fn damaged_parts_are_refused_or_fail_to_decode() {
+    let text = fs::read(corpora().join("text/paper1")).unwrap();
+    let data = &text[..6000];
+    let mut o = opts(1, Level::detect(), 2000);
+    o.level = 1;
+    let parts: Vec<Vec<u8>> = (0..2)
+        .map(|i| {
+            let mut p = Vec::new();
+            sep::compress_part(data, &mut p, &o, i, 2).unwrap();
+            p
+        })
+        .collect();
+    for at in (0..parts[1].len()).step_by(3) {
+        let mut bad = parts.clone();
+        bad[1][at] ^= 0x10;
+        let mut readers: Vec<_> = bad.iter().map(std::io::Cursor::new).collect();
+        let mut joined = Vec::new();
+        if sep::concat(&mut readers, &mut joined).is_err() {
+            assert!(joined.is_empty(), "byte {at}: refused after writing");
+            continue;
+        }
+        // What concat cannot see (a payload byte) the decoder's checksums do.
+        let mut out = Vec::new();
+        let decoded = sep::decompress_to_vec(&joined, &mut out, &o);
+        assert!(
+            decoded.is_err() || out == data,
+            "byte {at}: decoded to other bytes"
+        );
+        assert!(decoded.is_err(), "byte {at}: a damaged part decoded");
+    }
+}
