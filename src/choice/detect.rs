@@ -29,6 +29,7 @@ pub struct Segment {
 pub fn layout(data: &[u8], raw: Option<DType>) -> Vec<Segment> {
     let parts = safetensors(data)
         .or_else(|| npy(data))
+        .or_else(|| npz(data))
         .unwrap_or_else(|| match raw {
             Some(d) => vec![(data.len() as u64, Kind::Tensor(d))],
             None => vec![(data.len() as u64, Kind::General)],
@@ -169,6 +170,49 @@ fn npy(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
     ])
 }
 
+/// A numpy .npz file (a zip of .npy files): the data of each stored (uncompressed) float
+/// array takes the tensor path, everything else (zip and .npy headers, compressed members, the
+/// zip's directory) the general one.
+fn npz(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
+    if !data.starts_with(b"PK\x03\x04") {
+        return None;
+    }
+    let mut zip = zip::ZipArchive::new(std::io::Cursor::new(data)).ok()?;
+    let mut arrays = Vec::new();
+    for i in 0..zip.len() {
+        let Ok(f) = zip.by_index_raw(i) else {
+            continue;
+        };
+        let npy = f.name().is_ok_and(|n| n.ends_with(".npy"));
+        if f.compression() != zip::CompressionMethod::Stored || !npy {
+            continue;
+        }
+        let start = f.data_start()? as usize;
+        let member = data.get(start..start.checked_add(f.compressed_size() as usize)?)?;
+        if let Some((end, dtype, bytes)) = npy_header(member) {
+            if bytes <= (member.len() - end) as u64 {
+                arrays.push(((start + end) as u64, bytes, dtype));
+            }
+        }
+    }
+    if arrays.is_empty() {
+        return None;
+    }
+    arrays.sort_by_key(|a| a.0);
+    let mut parts = Vec::new();
+    let mut at = 0u64;
+    for (start, bytes, dtype) in arrays {
+        if start < at {
+            return None;
+        }
+        parts.push((start - at, Kind::General));
+        parts.push((bytes, Kind::Tensor(dtype)));
+        at = start + bytes;
+    }
+    parts.push((data.len() as u64 - at, Kind::General));
+    Some(parts)
+}
+
 /// Length of the .npy preamble (magic, version, header length) before the header, from its
 /// first 12 bytes, or `None` if they are not one.
 fn npy_preamble(data: &[u8]) -> Option<(usize, usize)> {
@@ -231,6 +275,43 @@ fn field<'a>(header: &'a str, key: &str) -> Option<&'a str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A zip of `members` (name, bytes), each stored.
+    fn zip_of(members: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut out = std::io::Cursor::new(Vec::new());
+        let mut zip = zip::ZipWriter::new(&mut out);
+        let stored = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        for (name, bytes) in members {
+            zip.start_file(*name, stored).unwrap();
+            std::io::Write::write_all(&mut zip, bytes).unwrap();
+        }
+        zip.finish().unwrap();
+        out.into_inner()
+    }
+
+    #[test]
+    fn npz_arrays_take_the_tensor_path() {
+        let header = "{'descr': '<f2', 'fortran_order': False, 'shape': (3000, 20), }\n";
+        let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+        npy.extend_from_slice(&(header.len() as u16).to_le_bytes());
+        npy.extend_from_slice(header.as_bytes());
+        npy.extend((0..120_000u32).map(|i| (i * 7 % 251) as u8));
+        let npz = zip_of(&[("a.npy", &npy), ("readme.txt", b"hello"), ("b.npy", &npy)]);
+        let segs = layout(&npz, None);
+        let tensors: Vec<_> = segs
+            .iter()
+            .filter(|s| s.kind == Kind::Tensor(DType::F16))
+            .collect();
+        assert_eq!(tensors.len(), 2, "{segs:?}");
+        assert!(tensors.iter().all(|s| s.len == 120_000), "{segs:?}");
+        assert_eq!(segs.iter().map(|s| s.len).sum::<u64>(), npz.len() as u64);
+        // A zip of other things, and a cut one, stay general data.
+        let text = zip_of(&[("a.txt", b"some text, not an array"), ("b.npy", b"not npy")]);
+        assert!(layout(&text, None).iter().all(|s| s.kind == Kind::General));
+        let cut = &npz[..npz.len() / 2];
+        assert!(layout(cut, None).iter().all(|s| s.kind == Kind::General));
+    }
 
     fn st_file(entries: &[(&str, &str, usize)]) -> Vec<u8> {
         let mut json = String::from("{\"__metadata__\":{\"format\":\"pt\"}");

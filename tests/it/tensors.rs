@@ -132,6 +132,23 @@ fn npy_and_raw_arrays_round_trip() {
         ok(&back);
         assert!(back.stdout == input, "npy from stdin");
     }
+    // The same array and a second one in an .npz (numpy's zip of .npy files, stored), beside
+    // a text member: the arrays take the tensor path.
+    let mut npz = std::io::Cursor::new(Vec::new());
+    let mut zip = zip::ZipWriter::new(&mut npz);
+    let stored =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    for (name, bytes) in [
+        ("w.npy", &npy[..]),
+        ("notes.txt", b"two arrays\n"),
+        ("v.npy", &npy),
+    ] {
+        zip.start_file(name, stored).unwrap();
+        std::io::Write::write_all(&mut zip, bytes).unwrap();
+    }
+    zip.finish().unwrap();
+    fs::write(d.join("w.npz"), npz.into_inner()).unwrap();
+    check_file(d, "w.npz", &[]);
     let mut raw = floats.to_vec();
     raw.push(7);
     fs::write(d.join("w.f32"), &raw).unwrap();
