@@ -373,3 +373,24 @@ fn shards_and_concat() {
     assert!(!d.join("bad.sep").exists());
     usage_fails(&sep(d, &["--shard", "3/3", "a"]), "I/N");
 }
+
+#[test]
+fn completions_and_man_page_come_from_the_definition() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let r = sep(d, &["completions", "bash"]);
+    ok(&r);
+    let script = String::from_utf8(r.stdout).unwrap();
+    assert!(
+        script.contains("complete") && script.contains("--shard"),
+        "{script}"
+    );
+    let r = sep(d, &["manpage"]);
+    ok(&r);
+    let man = String::from_utf8(r.stdout).unwrap();
+    assert!(
+        man.contains(".TH sep") && man.contains("decompress"),
+        "{man}"
+    );
+    usage_fails(&sep(d, &["completions", "tcsh"]), "tcsh");
+}
