@@ -266,18 +266,22 @@ fn main() {
         });
         let archive = tmp.path().join("a.sep");
         let back = tmp.path().join("back");
-        let c = || cmd(sep, &["compress", "-q", "-f", "-c", "-T", &t_arg], &path);
-        let comp = best_of(reps, c, &archive).expect("sep compress failed");
-        let sep_size = fs::metadata(&archive).expect("archive").len();
-        let d = || {
-            cmd(
-                sep,
-                &["decompress", "-q", "-f", "-c", "-T", &t_arg],
-                &archive,
-            )
+        // sep with `flags` both ways, checked: compress and decompress times, archive bytes.
+        let sep_run = |flags: &[&str]| {
+            let mut args = vec!["compress", "-q", "-f", "-c", "-T", &t_arg];
+            args.extend_from_slice(flags);
+            let comp =
+                best_of(reps, || cmd(sep, &args, &path), &archive).expect("sep compress failed");
+            let d = ["decompress", "-q", "-f", "-c", "-T", &t_arg];
+            let dec =
+                best_of(reps, || cmd(sep, &d, &archive), &back).expect("sep decompress failed");
+            assert!(
+                same_bytes(&back, &path),
+                "{name} {flags:?}: round trip differs"
+            );
+            (comp, dec, fs::metadata(&archive).expect("archive").len())
         };
-        let dec = best_of(reps, d, &back).expect("sep decompress failed");
-        assert!(same_bytes(&back, &path), "{name}: round trip differs");
+        let (comp, dec, sep_size) = sep_run(&[]);
         let runs: Vec<Option<Run>> = anchors
             .iter()
             .map(|a| {
@@ -294,28 +298,8 @@ fn main() {
             })
             .collect();
         for (level, t) in levels.iter().zip(&mut level_totals) {
-            let flag = format!("-{level}");
-            let c = || {
-                cmd(
-                    sep,
-                    &["compress", "-q", "-f", "-c", &flag, "-T", &t_arg],
-                    &path,
-                )
-            };
-            let comp = best_of(reps, c, &archive).expect("sep compress failed");
-            let d = || {
-                cmd(
-                    sep,
-                    &["decompress", "-q", "-f", "-c", "-T", &t_arg],
-                    &archive,
-                )
-            };
-            let dec = best_of(reps, d, &back).expect("sep decompress failed");
-            assert!(
-                same_bytes(&back, &path),
-                "{name} at {flag}: round trip differs"
-            );
-            t.0 += fs::metadata(&archive).expect("archive").len();
+            let (comp, dec, bytes) = sep_run(&[&format!("-{level}")]);
+            t.0 += bytes;
             t.1 += comp.secs;
             t.2 += dec.secs;
             t.3 = t.3.max(comp.peak_kib.max(dec.peak_kib));

@@ -157,27 +157,7 @@ fn run_one(
             },
             failed: false,
         };
-        let coded = match (&flags.range, &mut source) {
-            (Some(r), Input::Mapped(m)) if !compressing => {
-                sep::decompress_range(io::Cursor::new(&m[..]), &mut w, &opts, r.clone())
-            }
-            (Some(_), _) if !compressing => Err(Error::InvalidOption(
-                "--range reads an archive file, not a stream".into(),
-            )),
-            _ => match (flags.shard, &mut source) {
-                (Some((i, n)), Input::Mapped(m)) if compressing => {
-                    sep::compress_part(&m[..], &mut w, &opts, i, n)
-                }
-                (Some((i, n)), Input::Empty) if compressing => {
-                    sep::compress_part(&[], &mut w, &opts, i, n)
-                }
-                (Some(_), _) if compressing => Err(Error::InvalidOption(
-                    "--shard reads a file, not a stream".into(),
-                )),
-                _ => code(mode, &mut source, &mut w, &opts),
-            },
-        };
-        let result = coded.and_then(|s| {
+        let result = code(mode, flags, &mut source, &mut w, &opts).and_then(|s| {
             w.flush()?;
             Ok(s)
         });
@@ -222,13 +202,28 @@ fn run_one(
     Ok(())
 }
 
-/// Runs the library on the input.
-fn code(mode: Mode, input: &mut Input, w: &mut dyn Write, o: &Options) -> sep::Result<Stats> {
-    match (mode, input) {
-        (Mode::Compress, Input::Mapped(m)) => sep::compress_mapped(m, w, o),
-        (Mode::Compress, other) => sep::compress(other.reader(), w, o),
-        (_, Input::Mapped(m)) => sep::decompress_mapped(m, w, o),
-        (_, other) => sep::decompress(other.reader(), w, o),
+/// Runs the library on the input: a part of it with `--shard` (compressing), a range with
+/// `--range` (decompressing), which need the whole file.
+fn code(
+    mode: Mode,
+    flags: &Flags,
+    input: &mut Input,
+    w: &mut dyn Write,
+    o: &Options,
+) -> sep::Result<Stats> {
+    let stream = |msg: &str| Err(Error::InvalidOption(msg.into()));
+    match (mode, flags.shard, &flags.range, input) {
+        (Mode::Compress, Some((i, n)), _, Input::Mapped(m)) => sep::compress_part(m, w, o, i, n),
+        (Mode::Compress, Some((i, n)), _, Input::Empty) => sep::compress_part(&[], w, o, i, n),
+        (Mode::Compress, Some(_), _, _) => stream("--shard reads a file, not a stream"),
+        (Mode::Compress, None, _, Input::Mapped(m)) => sep::compress_mapped(m, w, o),
+        (Mode::Compress, None, _, other) => sep::compress(other.reader(), w, o),
+        (_, _, Some(r), Input::Mapped(m)) => {
+            sep::decompress_range(io::Cursor::new(&m[..]), w, o, r.clone())
+        }
+        (_, _, Some(_), _) => stream("--range reads an archive file, not a stream"),
+        (_, _, None, Input::Mapped(m)) => sep::decompress_mapped(m, w, o),
+        (_, _, None, other) => sep::decompress(other.reader(), w, o),
     }
 }
 

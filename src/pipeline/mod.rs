@@ -31,10 +31,18 @@ pub use plan::Known;
 pub(crate) use range::decompress_range;
 pub(crate) use source::{InMemory, Streamed};
 
-/// Writer wrapper counting the bytes written.
-struct Counting<W> {
-    inner: W,
+/// Reader or writer wrapper counting the bytes that pass through it.
+struct Counting<T> {
+    inner: T,
     count: u64,
+}
+
+impl<R: std::io::Read> std::io::Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count += n as u64;
+        Ok(n)
+    }
 }
 
 impl<W: Write> Write for Counting<W> {
@@ -231,13 +239,13 @@ fn decode_block(
     Ok(rec.raw_hash)
 }
 
-/// Decodes a complete archive from `input` into `out`, verifying every checksum.
-fn decode_archive<'a, W: Write>(
-    input: &mut impl Source<'a>,
-    out: &mut Out<'_, W>,
+/// Reads an archive's header and refuses it before any block is read where its blocks may be
+/// larger than `opts.memory` or it needs another engine; returns it with its length and the
+/// neural codec's configuration.
+fn read_header(
+    input: &mut impl std::io::Read,
     opts: &Options,
-) -> Result<Stats> {
-    opts.validate()?;
+) -> Result<(Header, u64, NeuralConfig)> {
     let (header, header_len) = Header::read(input)?;
     if header.block_size > opts.memory {
         return Err(Error::MemoryLimit {
@@ -252,6 +260,17 @@ fn decode_archive<'a, W: Write>(
         });
     }
     let neural = NeuralConfig::from_bytes(&header.neural_config)?;
+    Ok((header, header_len, neural))
+}
+
+/// Decodes a complete archive from `input` into `out`, verifying every checksum.
+fn decode_archive<'a, W: Write>(
+    input: &mut impl Source<'a>,
+    out: &mut Out<'_, W>,
+    opts: &Options,
+) -> Result<Stats> {
+    opts.validate()?;
+    let (header, header_len, neural) = read_header(input, opts)?;
     let progress: ProgressFn = match &opts.progress {
         Some(p) => p.as_ref(),
         None => &noop,

@@ -30,7 +30,8 @@ pub(crate) fn compress_part(
         )));
     }
     // The whole input's blocks, as `compress` cuts them: their lengths and checksums.
-    let mut plan = Plan::new(opts, Known::whole(data, opts.dtype));
+    let known = Known::whole(data, opts.dtype);
+    let mut plan = Plan::new(opts, known.clone());
     let (mut source, buffers) = (InMemory::new(data), Buffers::new());
     let mut blocks = Vec::new();
     let mut whole = DataHash::default();
@@ -52,7 +53,6 @@ pub(crate) fn compress_part(
         whole_blocks: n,
         whole_hash: whole.digest(),
     };
-    let known = Known::whole(data, opts.dtype);
     compress_blocks(
         &mut InMemory::new(data),
         output,
@@ -155,19 +155,14 @@ pub(crate) fn concat<R: Read + Seek>(parts: &mut [R], output: &mut impl Write) -
     output.write_all(&header)?;
     let mut at = header.len() as u64;
     let mut table = Vec::new();
-    let mut copy = vec![0u8; 1 << 20];
     for (p, r) in read.iter().zip(parts.iter_mut()) {
         let blocks_end = p.trailer.table.last().map_or(p.header_len, |e| {
             e.offset + BlockRecord::LEN + e.payload_len
         });
         r.seek(SeekFrom::Start(p.header_len))?;
-        let mut left = blocks_end - p.header_len;
-        while left > 0 {
-            let n = left.min(copy.len() as u64) as usize;
-            r.read_exact(&mut copy[..n])
-                .map_err(|e| Error::eof_as_truncated(e, "inside a part"))?;
-            output.write_all(&copy[..n])?;
-            left -= n as u64;
+        let len = blocks_end - p.header_len;
+        if std::io::copy(&mut r.take(len), output)? != len {
+            return Err(Error::Truncated("inside a part"));
         }
         let shift = at as i128 - p.header_len as i128;
         table.extend(p.trailer.table.iter().map(|e| TableEntry {

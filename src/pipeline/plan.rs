@@ -53,7 +53,7 @@ const UNTIL_END: u64 = u64::MAX;
 
 /// What is known of an input before it is read: its length, and its structure (segments of
 /// one kind each, from `choice::detect`).
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Known {
     /// Length of the input; blocks are then cut evenly.
     pub len: Option<u64>,

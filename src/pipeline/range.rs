@@ -2,28 +2,13 @@
 //! through the block table at the archive's end. Each block read is verified against its own
 //! checksums; the whole-data checksum covers every block, so it is not checked here.
 
-use super::{decode_block, noop, Options, Stats};
-use crate::codecs::neural::{CpuBackend, NeuralConfig};
+use super::{decode_block, noop, read_header, Counting, Options, Stats};
+use crate::codecs::neural::CpuBackend;
 use crate::codecs::{Decoder, ProgressFn};
-use crate::engine::ENGINE_VERSION;
 use crate::error::{Error, Result};
 use crate::format::checksum::xxh3_64;
-use crate::format::{BlockRecord, Header, Next, Trailer};
+use crate::format::{BlockRecord, Next, Trailer};
 use std::io::{Read, Seek, SeekFrom, Write};
-
-/// Counts the bytes read through it.
-struct Counting<R> {
-    inner: R,
-    read: u64,
-}
-
-impl<R: Read> Read for Counting<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read += n as u64;
-        Ok(n)
-    }
-}
 
 /// Writes original bytes `start..end` of the archive `input` to `output`. The stats give the
 /// range's length as `original_bytes` and the archive bytes read as `archive_bytes`.
@@ -37,26 +22,13 @@ pub(crate) fn decompress_range(
     opts.validate()?;
     let mut input = Counting {
         inner: input,
-        read: 0,
+        count: 0,
     };
-    let (header, header_len) = Header::read(&mut input)?;
-    if header.block_size > opts.memory {
-        return Err(Error::MemoryLimit {
-            needed: header.block_size,
-            limit: opts.memory,
-        });
-    }
-    if header.engine_version != ENGINE_VERSION {
-        return Err(Error::EngineVersion {
-            found: header.engine_version,
-            supported: ENGINE_VERSION,
-        });
-    }
-    let neural = NeuralConfig::from_bytes(&header.neural_config)?;
+    let (header, header_len, neural) = read_header(&mut input, opts)?;
     let trailer = Trailer::read_from_end(&mut input.inner)?;
     let archive_end = input.inner.seek(SeekFrom::End(0))?;
     trailer.check_table(header_len, archive_end - trailer.encoded_len())?;
-    input.read += trailer.encoded_len();
+    input.count += trailer.encoded_len();
     if start > end || end > trailer.total_len {
         return Err(Error::InvalidOption(format!(
             "range {start}:{end} is not within the {} original bytes",
@@ -112,7 +84,7 @@ pub(crate) fn decompress_range(
     output.flush()?;
     Ok(Stats {
         original_bytes: end - start,
-        archive_bytes: input.read,
+        archive_bytes: input.count,
         blocks,
     })
 }

@@ -245,13 +245,7 @@ fn compressed_data_is_not_read_from_a_terminal() {
 fn levels_are_chosen_by_xz_flags_and_shown_by_info() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let mut x = 5u64;
-    let words = ["levels", "trade", "time", "for", "ratio", "and", "size"];
-    let mut data = Vec::new();
-    while data.len() < 20000 {
-        data.extend_from_slice(words[xorshift(&mut x) as usize % words.len()].as_bytes());
-        data.push(b' ');
-    }
+    let data = word_text(5, 20000);
     fs::write(d.join("f"), &data).unwrap();
     for (flag, level) in [
         ("-1", 1),

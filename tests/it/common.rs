@@ -60,6 +60,25 @@ pub fn ok(r: &Run) {
 }
 
 /// Asserts a run failed the way users are promised: exit 1, one `sep: error:` line, no panic.
+/// Text the neural codec takes, `n` bytes, different per seed.
+pub fn word_text(seed: u64, n: usize) -> Vec<u8> {
+    let mut x = seed;
+    let words = [
+        "some", "words", "that", "scripts", "compress", "every", "day",
+    ];
+    let mut data = Vec::new();
+    while data.len() < n {
+        data.extend_from_slice(words[xorshift(&mut x) as usize % words.len()].as_bytes());
+        data.push(if xorshift(&mut x).is_multiple_of(9) {
+            b'\n'
+        } else {
+            b' '
+        });
+    }
+    data.truncate(n);
+    data
+}
+
 /// Asserts a usage error: `sep: error: ...` then the `--help` hint, exit status 1.
 pub fn usage_fails(r: &Run, expect: &str) {
     assert_eq!(r.code, 1, "stderr: {}", r.stderr);

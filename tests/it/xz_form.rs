@@ -7,25 +7,6 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-/// Text the neural codec takes, `n` bytes, different per seed.
-fn text(seed: u64, n: usize) -> Vec<u8> {
-    let mut x = seed;
-    let words = [
-        "some", "words", "that", "scripts", "compress", "every", "day",
-    ];
-    let mut data = Vec::new();
-    while data.len() < n {
-        data.extend_from_slice(words[xorshift(&mut x) as usize % words.len()].as_bytes());
-        data.push(if xorshift(&mut x).is_multiple_of(9) {
-            b'\n'
-        } else {
-            b' '
-        });
-    }
-    data.truncate(n);
-    data
-}
-
 fn names(d: &Path) -> Vec<String> {
     let mut v: Vec<String> = fs::read_dir(d)
         .unwrap()
@@ -39,8 +20,8 @@ fn names(d: &Path) -> Vec<String> {
 fn several_files_each_with_its_output_and_error() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    fs::write(d.join("a"), text(1, 5000)).unwrap();
-    fs::write(d.join("b"), text(2, 7000)).unwrap();
+    fs::write(d.join("a"), word_text(1, 5000)).unwrap();
+    fs::write(d.join("b"), word_text(2, 7000)).unwrap();
     // A missing file fails alone: the others are still done, and the status says so.
     let r = sep(d, &["-q", "a", "missing", "b"]);
     assert_eq!(r.code, 1, "{}", r.stderr);
@@ -50,16 +31,16 @@ fn several_files_each_with_its_output_and_error() {
     // -d on both archives, -f to overwrite the kept inputs.
     fs::remove_file(d.join("a")).unwrap();
     ok(&sep(d, &["-d", "-q", "-f", "a.sep", "b.sep"]));
-    assert_eq!(fs::read(d.join("a")).unwrap(), text(1, 5000));
-    assert_eq!(fs::read(d.join("b")).unwrap(), text(2, 7000));
+    assert_eq!(fs::read(d.join("a")).unwrap(), word_text(1, 5000));
+    assert_eq!(fs::read(d.join("b")).unwrap(), word_text(2, 7000));
 }
 
 #[test]
 fn test_and_list_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    fs::write(d.join("a"), text(3, 30000)).unwrap();
-    fs::write(d.join("b"), text(4, 9000)).unwrap();
+    fs::write(d.join("a"), word_text(3, 30000)).unwrap();
+    fs::write(d.join("b"), word_text(4, 9000)).unwrap();
     ok(&sep(d, &["-z", "-q", "-9", "a", "b"]));
     fs::remove_file(d.join("a")).unwrap();
     ok(&sep(d, &["-t", "a.sep", "b.sep"]));
@@ -97,14 +78,14 @@ fn test_and_list_write_nothing() {
 fn keep_and_rm() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    fs::write(d.join("a"), text(5, 4000)).unwrap();
+    fs::write(d.join("a"), word_text(5, 4000)).unwrap();
     ok(&sep(d, &["-k", "-q", "a"]));
     assert!(d.join("a").exists());
     ok(&sep(d, &["--rm", "-q", "-f", "a"]));
     assert_eq!(names(d), ["a.sep"]);
     ok(&sep(d, &["-d", "--rm", "-q", "a.sep"]));
     assert_eq!(names(d), ["a"]);
-    assert_eq!(fs::read(d.join("a")).unwrap(), text(5, 4000));
+    assert_eq!(fs::read(d.join("a")).unwrap(), word_text(5, 4000));
     // With -c there is no output file: the input stays.
     let r = sep(d, &["--rm", "-q", "-c", "a"]);
     ok(&r);
@@ -116,7 +97,7 @@ fn keep_and_rm() {
 fn levels_threads_and_verbose() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    fs::write(d.join("a"), text(6, 20000)).unwrap();
+    fs::write(d.join("a"), word_text(6, 20000)).unwrap();
     ok(&sep(d, &["-q", "-1", "-T0", "a"]));
     let fast = fs::read(d.join("a.sep")).unwrap();
     ok(&sep(d, &["-q", "-f", "-k9", "a"]));
@@ -126,7 +107,7 @@ fn levels_threads_and_verbose() {
     // -v: a summary although stderr is not a terminal; without it, nothing.
     let r = sep(d, &["-d", "-c", "a.sep"]);
     ok(&r);
-    assert_eq!(r.stdout, text(6, 20000));
+    assert_eq!(r.stdout, word_text(6, 20000));
     assert!(r.stderr.is_empty(), "{}", r.stderr);
     let r = sep(d, &["-d", "-c", "-v", "a.sep"]);
     ok(&r);
@@ -142,8 +123,8 @@ fn recursive_into_directories() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     fs::create_dir_all(d.join("t/u")).unwrap();
-    fs::write(d.join("t/x"), text(7, 3000)).unwrap();
-    fs::write(d.join("t/u/y"), text(8, 3000)).unwrap();
+    fs::write(d.join("t/x"), word_text(7, 3000)).unwrap();
+    fs::write(d.join("t/u/y"), word_text(8, 3000)).unwrap();
     let r = sep(d, &["-q", "t"]);
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("is a directory"), "{}", r.stderr);
@@ -154,7 +135,7 @@ fn recursive_into_directories() {
     ok(&sep(d, &["-q", "-r", "t"]));
     assert_eq!(names(&d.join("t")), ["u", "x.sep"]);
     ok(&sep(d, &["-d", "-q", "-r", "--rm", "t"]));
-    assert_eq!(fs::read(d.join("t/u/y")).unwrap(), text(8, 3000));
+    assert_eq!(fs::read(d.join("t/u/y")).unwrap(), word_text(8, 3000));
     assert_eq!(names(&d.join("t")), ["u", "x"]);
 }
 
@@ -166,7 +147,7 @@ fn unsep_and_sepcat_names() {
     for name in ["unsep", "sepcat"] {
         std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_sep"), d.join(name)).unwrap();
     }
-    fs::write(d.join("a"), text(9, 6000)).unwrap();
+    fs::write(d.join("a"), word_text(9, 6000)).unwrap();
     ok(&sep(d, &["-q", "a"]));
     let cat = Command::new(d.join("sepcat"))
         .arg("a.sep")
@@ -174,7 +155,7 @@ fn unsep_and_sepcat_names() {
         .output()
         .unwrap();
     assert!(cat.status.success());
-    assert_eq!(cat.stdout, text(9, 6000));
+    assert_eq!(cat.stdout, word_text(9, 6000));
     fs::remove_file(d.join("a")).unwrap();
     let un = Command::new(d.join("unsep"))
         .arg("a.sep")
@@ -186,7 +167,7 @@ fn unsep_and_sepcat_names() {
         "{}",
         String::from_utf8_lossy(&un.stderr)
     );
-    assert_eq!(fs::read(d.join("a")).unwrap(), text(9, 6000));
+    assert_eq!(fs::read(d.join("a")).unwrap(), word_text(9, 6000));
 }
 
 #[cfg(unix)]
@@ -195,7 +176,7 @@ fn mtime_and_permissions_carry_over_without_setuid() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    fs::write(d.join("a"), text(10, 5000)).unwrap();
+    fs::write(d.join("a"), word_text(10, 5000)).unwrap();
     let then = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
     let f = fs::File::options().write(true).open(d.join("a")).unwrap();
     f.set_modified(then).unwrap();
@@ -217,7 +198,7 @@ fn mtime_and_permissions_carry_over_without_setuid() {
 fn usage_errors_suffix_and_conflicts() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    fs::write(d.join("a"), text(11, 3000)).unwrap();
+    fs::write(d.join("a"), word_text(11, 3000)).unwrap();
     usage_fails(&sep(d, &["--frobnicate", "a"]), "--frobnicate");
     usage_fails(&sep(d, &["-c", "-o", "x", "a"]), "-c and -o");
     usage_fails(&sep(d, &["-o", "x", "a", "a"]), "-o");
@@ -244,7 +225,7 @@ fn usage_errors_suffix_and_conflicts() {
 fn a_closed_pipe_ends_quietly() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let data = text(12, 3 << 20);
+    let data = word_text(12, 3 << 20);
     fs::write(d.join("a"), &data).unwrap();
     ok(&sep(d, &["-q", "-1", "a"]));
     let out = Command::new("bash")
@@ -269,8 +250,8 @@ fn a_closed_pipe_ends_quietly() {
 fn a_script_written_for_xz_runs_with_sep() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    fs::write(d.join("a"), text(13, 40000)).unwrap();
-    fs::write(d.join("b"), text(14, 10000)).unwrap();
+    fs::write(d.join("a"), word_text(13, 40000)).unwrap();
+    fs::write(d.join("b"), word_text(14, 10000)).unwrap();
     let script = "set -e; xz -k -T0 a b; xz -t a.xz; xz -dc a.xz | cmp - a; xz -l a.xz";
     let script = script.replace("xz -", "\"$SEP\" -").replace(".xz", ".sep");
     let out = Command::new("bash")
@@ -298,8 +279,8 @@ fn decompressing_shows_total_and_time_left_on_a_terminal() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let text = fs::read(corpora().join("text/dickens")).unwrap();
-    fs::write(d.join("a"), &text[..1_000_000]).unwrap();
+    let dickens = fs::read(corpora().join("text/dickens")).unwrap();
+    fs::write(d.join("a"), &dickens[..1_000_000]).unwrap();
     ok(&sep(d, &["-q", "-1", "--rm", "a"]));
     // `script` runs sep on a pseudo-terminal and copies what it draws to stdout.
     let cmd = format!("'{}' -d a.sep", env!("CARGO_BIN_EXE_sep"));
@@ -316,14 +297,14 @@ fn decompressing_shows_total_and_time_left_on_a_terminal() {
     );
     // The summary, in the bar's units.
     assert!(drawn.contains("-> 976.56 KiB (ratio"), "{drawn}");
-    assert_eq!(fs::read(d.join("a")).unwrap(), &text[..1_000_000]);
+    assert_eq!(fs::read(d.join("a")).unwrap(), &dickens[..1_000_000]);
 }
 
 #[test]
 fn a_range_of_an_archive() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let data = text(15, 100_000);
+    let data = word_text(15, 100_000);
     fs::write(d.join("a"), &data).unwrap();
     ok(&sep(d, &["-q", "--block-size", "16K", "a"]));
     let r = sep(d, &["-d", "-c", "--range", "30000:30100", "a.sep"]);
@@ -343,7 +324,7 @@ fn a_range_of_an_archive() {
 fn shards_and_concat() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    fs::write(d.join("a"), text(16, 60_000)).unwrap();
+    fs::write(d.join("a"), word_text(16, 60_000)).unwrap();
     let r = sep(d, &["-q", "-c", "--block-size", "8K", "a"]);
     ok(&r);
     let whole = r.stdout;

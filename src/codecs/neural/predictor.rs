@@ -140,6 +140,24 @@ pub struct Predictor {
     net_match: Vec<(Option<u8>, usize)>,
 }
 
+/// The bit histories in `slots` of the contexts' slots `slot` at nibble node `nib` (0 past
+/// them).
+#[inline]
+fn states_at(slots: &[u8], slot: &[usize], nib: u32) -> [u8; MAX_HASHED] {
+    let mut states = [0u8; MAX_HASHED];
+    for (s, &at) in states.iter_mut().zip(slot) {
+        *s = slots[at + nib as usize];
+    }
+    states
+}
+
+/// A probability in (0, 1) as 16 bits, kept within 1..=65535.
+#[inline]
+fn to_p16(p: f32) -> u32 {
+    // SAFETY of the cast: p is in (0, 1), so p * 65536 is finite and in range.
+    unsafe { (p * 65536.0).to_int_unchecked::<i32>() }.clamp(1, 65535) as u32
+}
+
 /// Slot layout: 16 bytes, byte 0 is the check tag (0: empty), 1..16 the bit histories of a
 /// nibble's bit tree.
 const SLOT: usize = 16;
@@ -318,10 +336,7 @@ impl Predictor {
         let lb = &self.bits[l];
         let x = &mut self.x;
         let n = self.kinds.len();
-        let mut states = [0u8; MAX_HASHED];
-        for (s, &slot) in states[..n].iter_mut().zip(&lb.slot) {
-            *s = self.slots[slot + lb.nib as usize];
-        }
+        let states = states_at(&self.slots, &lb.slot[..n], lb.nib);
         let seen = states[..self.orders]
             .iter()
             .filter(|&&s| s != 0)
@@ -371,8 +386,7 @@ impl Predictor {
         x[n + 4] = 0.25;
         let (sa, pa) = self.mix_a.mix(x, lb.c0 as usize);
         if self.lean {
-            // SAFETY of the cast: pa is in (0, 1), so pa * 65536 is finite and in range.
-            let p16 = unsafe { (pa * 65536.0).to_int_unchecked::<i32>() }.clamp(1, 65535) as u32;
+            let p16 = to_p16(pa);
             let pb = self.apm_b.refine(sa, (lb.c0 | lb.b1 << 8) as usize);
             return ((p16 + pb) / 2).clamp(1, 65535);
         }
@@ -386,9 +400,7 @@ impl Predictor {
             novelty + (lb.match_bucket > 0) as usize * 2 + (lb.b1 >= 128) as usize,
         );
         let (s, _) = self.mix_final.mix(&[sa, sb, sc, sd], lb.c0 as usize);
-        let p = super::cm::squash(s);
-        // SAFETY of the cast: p is in (0, 1), so p * 65536 is finite and in range.
-        let p16 = unsafe { (p * 65536.0).to_int_unchecked::<i32>() }.clamp(1, 65535) as u32;
+        let p16 = to_p16(super::cm::squash(s));
         let pa = self.apm_a.refine(s, lb.c0 as usize);
         let pb = self.apm_b.refine(s, (lb.c0 | lb.b1 << 8) as usize);
         let pc = self.apm_c.refine(s, (lb.c0 | lb.h2) as usize);
@@ -408,10 +420,7 @@ impl Predictor {
         let hist = Histories::get();
         // The histories as predicted from (two contexts may share a slot, which the first
         // update then changes for the second).
-        let mut states = [0u8; MAX_HASHED];
-        for (s, &slot) in states.iter_mut().zip(&lb.slot[..self.kinds.len()]) {
-            *s = self.slots[slot + lb.nib as usize];
-        }
+        let states = states_at(&self.slots, &lb.slot[..self.kinds.len()], lb.nib);
         for ((map, &s), &slot) in self.maps.iter_mut().zip(&states).zip(&lb.slot) {
             map.update(s, b);
             let s = &mut self.slots[slot + lb.nib as usize];
