@@ -131,15 +131,17 @@ fn run_one(
     let in_path = input.map(Path::to_path_buf);
     let (mut source, len, name) = Input::open(&in_path)?;
     let in_meta = in_path.as_ref().and_then(|p| std::fs::metadata(p).ok());
+    let show_bar = !flags.quiet && io::stderr().is_terminal();
     // The archive knows its original size: the bar shows a total when decompressing too.
     let total = match (&source, compressing) {
         (_, true) => len,
-        (Input::Mapped(m), false) if flags.range.is_none() => sep::inspect(io::Cursor::new(&m[..]))
-            .ok()
-            .map(|i| i.original_bytes),
+        (Input::Mapped(m), false) if show_bar && flags.range.is_none() => {
+            sep::inspect(io::Cursor::new(&m[..]))
+                .ok()
+                .map(|i| i.original_bytes)
+        }
         _ => None,
     };
-    let show_bar = !flags.quiet && io::stderr().is_terminal();
     let bar = report::progress_bar(total, show_bar);
     let opts = options(flags, &bar)?;
     let mut out = match testing {
