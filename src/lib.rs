@@ -295,7 +295,8 @@ pub mod internals {
                 let raw_len = u32::from_le_bytes([*a, *b, *c, *d]) as usize % (4 << 20);
                 // As a record is checked before its payload reaches a decoder; the neural
                 // codec's blocks kept short, which its decode speed makes slow to fuzz, and
-                // cut into short lanes so that short blocks reach the lane paths.
+                // cut into short lanes so that short blocks reach the lane paths; odd lengths
+                // decode with the fastest level's model, even ones with the default's.
                 let neural = codec == crate::Codec::Neural;
                 if raw_len == 0
                     || neural && !crate::format::neural_fits(raw_len as u64, payload.len() as u64)
@@ -303,7 +304,12 @@ pub mod internals {
                 {
                     return;
                 }
-                let mut neural = crate::codecs::neural::NeuralConfig::default();
+                let level = match raw_len % 2 {
+                    1 => *crate::LEVELS.start(),
+                    _ => crate::DEFAULT_LEVEL,
+                };
+                let mut neural =
+                    crate::codecs::neural::NeuralConfig::for_level(level, <_>::default());
                 neural.params.min_lane = 512;
                 let backend = crate::codecs::neural::CpuBackend::default();
                 let decoder = crate::codecs::Decoder {

@@ -187,6 +187,21 @@ impl Level {
     }
 }
 
+/// Asks the CPU to bring `s[i]`'s cache line closer (a hint: no effect on results, nothing
+/// when `i` is out of bounds or off x86-64).
+#[inline(always)]
+pub fn prefetch<T>(s: &[T], i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if i < s.len() {
+        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch reads no memory architecturally and cannot fault; the address
+        // is inside `s` anyway, and SSE is part of every x86-64 CPU.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(s.as_ptr().add(i) as *const i8) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (s, i);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

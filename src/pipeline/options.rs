@@ -13,9 +13,12 @@ pub const DEFAULT_BLOCK_SIZE: u64 = 32 << 20;
 /// Most raw bytes per block of a float array: its codecs gain nothing from longer blocks, and
 /// shorter ones spread a file over more cores.
 pub const TENSOR_BLOCK_SIZE: u64 = 8 << 20;
-/// Most raw bytes per block of general data at the lean levels (1 and 2): their model
+/// Most raw bytes per block of general data at the lean level (2): their model
 /// gains less from long blocks than it loses by leaving cores idle.
 pub const LEAN_BLOCK_SIZE: u64 = 4 << 20;
+/// Most raw bytes per block of general data at the fastest level (1), whose model gains least
+/// from long blocks: short ones put every core to work on small files too.
+pub const FAST_BLOCK_SIZE: u64 = 512 << 10;
 /// Default largest block size an archive may have to be decoded (`Options::memory`): 32 times
 /// the default block size, as zstd's default limit is 16 times its default window.
 pub const DEFAULT_MEMORY: u64 = 256 << 20;
@@ -87,11 +90,13 @@ impl Options {
         Ok(())
     }
 
-    /// Most raw bytes per block of general data: the block size, or less at the lean levels.
+    /// Most raw bytes per block of general data: the block size, or less at the fastest levels.
     pub(crate) fn general_block_size(&self) -> u64 {
-        match self.neural().params.lean {
-            true => self.block_size.min(LEAN_BLOCK_SIZE),
-            false => self.block_size,
+        let p = self.neural().params;
+        match (p.fast, p.lean) {
+            (true, _) => self.block_size.min(FAST_BLOCK_SIZE),
+            (_, true) => self.block_size.min(LEAN_BLOCK_SIZE),
+            _ => self.block_size,
         }
     }
 

@@ -13,16 +13,16 @@ const N_MASK: u32 = 1023;
 pub const COUNTER_INIT: u32 = 1 << (P_BITS - 1) << 10;
 
 /// Learning rates 2^16 / (n + 1.5) for each observation count n.
-fn rates() -> &'static [u32; 1024] {
-    static R: OnceLock<[u32; 1024]> = OnceLock::new();
-    R.get_or_init(|| {
-        let mut r = [0u32; 1024];
-        for (n, x) in r.iter_mut().enumerate() {
-            *x = (131_072 / (2 * n as u32 + 3)).max(1);
-        }
-        r
-    })
-}
+const RATES: [u32; 1024] = {
+    let mut r = [0u32; 1024];
+    let mut n = 0;
+    while n < 1024 {
+        let x = 131_072 / (2 * n as u32 + 3);
+        r[n] = if x > 1 { x } else { 1 };
+        n += 1;
+    }
+    r
+};
 
 /// Probability that the next bit is 1, in 12 bits, of a counter.
 #[inline]
@@ -36,7 +36,7 @@ pub fn counter_update(c: &mut u32, bit: u32, limit: u32) {
     let n = *c & N_MASK;
     let p = (*c >> 10) as i64;
     let target = if bit != 0 { (1i64 << P_BITS) - 1 } else { 0 };
-    let p = p + (((target - p) * rates()[n as usize] as i64) >> 16);
+    let p = p + (((target - p) * RATES[n as usize] as i64) >> 16);
     *c = ((p as u32) << 10) | (n + 1).min(limit);
 }
 

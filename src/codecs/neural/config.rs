@@ -47,7 +47,7 @@ pub const LEVELS: std::ops::RangeInclusive<u8> = 1..=9;
 
 /// Catalogue places (`experts::CATALOGUE`) of each level's contexts, level 1 first.
 const LEVEL_CONTEXTS: [&[usize]; 9] = [
-    &[0, 1, 2, 3, 6],
+    &[0, 1, 2, 6, 12],
     &[0, 1, 2, 3, 4, 6, 7, 9],
     &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12],
     &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 15],
@@ -81,7 +81,8 @@ impl NeuralConfig {
                 .fold(0, |m, &i| m | 1 << i),
             ..Params::default()
         };
-        params.lean = level <= 2;
+        params.lean = level == 2;
+        params.fast = level == 1;
         if level == 9 {
             params.net.hidden = NetConfig::default().hidden;
         }
@@ -95,10 +96,11 @@ impl NeuralConfig {
     /// Serialised form stored in the archive header.
     pub fn to_bytes(&self) -> Vec<u8> {
         let c = &self.params;
-        let short = self.level == DEFAULT_LEVEL && c.contexts == DEFAULT_CONTEXTS && !c.lean;
+        let short =
+            self.level == DEFAULT_LEVEL && c.contexts == DEFAULT_CONTEXTS && !c.lean && !c.fast;
         let mut b = match short {
             true => vec![NEURAL_DEFAULT],
-            false => vec![NEURAL_LEVEL, self.level, c.lean as u8],
+            false => vec![NEURAL_LEVEL, self.level, c.lean as u8 | (c.fast as u8) << 1],
         };
         b.extend_from_slice(&c.max_lanes.to_le_bytes());
         b.extend_from_slice(&c.min_lane.to_le_bytes());
@@ -142,6 +144,7 @@ impl NeuralConfig {
             },
             contexts,
             lean: flags & 1 != 0,
+            fast: flags & 2 != 0,
         };
         if c.max_lanes == 0
             || c.max_lanes > 1024
@@ -150,7 +153,7 @@ impl NeuralConfig {
             || !LEVELS.contains(&level)
             || c.contexts == 0
             || c.contexts >> MAX_HASHED != 0
-            || flags > 1
+            || flags > 2
         {
             return Err(Error::Corrupt("neural configuration out of range".into()));
         }
@@ -164,6 +167,14 @@ impl NeuralConfig {
     /// Short human-readable description.
     pub fn describe(&self) -> String {
         let c = &self.params;
+        if c.fast {
+            return format!(
+                "level {}: the fast predictor, integer mixing of bit histories of {} contexts \
+                 (orders, words) and a match model; one lane",
+                self.level,
+                c.contexts.count_ones()
+            );
+        }
         let net = match c.net.hidden {
             0 => "no network".to_string(),
             h => format!("backbone {} ({h} hidden)", self.backbone.name()),
@@ -199,13 +210,14 @@ mod tests {
         for level in LEVELS {
             let c = NeuralConfig::for_level(level, Backbone::Pac);
             assert_eq!(NeuralConfig::from_bytes(&c.to_bytes()).unwrap(), c);
-            // Lean levels have fewer contexts and are recorded as lean.
-            assert_eq!(c.params.lean, level <= 2);
+            // The fastest levels have fewer contexts and are recorded as fast and lean.
+            assert_eq!(c.params.fast, level == 1);
+            assert_eq!(c.params.lean, level == 2);
         }
         // The default level keeps its short form, so its archives are unchanged.
         assert_eq!(NeuralConfig::default().to_bytes()[0], NEURAL_DEFAULT);
         let mut bad = NeuralConfig::for_level(1, Backbone::Pac).to_bytes();
-        bad[2] = 2;
+        bad[2] = 3;
         assert!(
             NeuralConfig::from_bytes(&bad).is_err(),
             "unknown flag accepted"

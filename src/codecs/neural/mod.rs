@@ -11,6 +11,7 @@ mod backend;
 mod cm;
 mod config;
 mod experts;
+mod fast;
 pub mod lanes;
 pub mod net;
 mod predictor;
@@ -25,6 +26,7 @@ use super::ProgressFn;
 use crate::entropy::{BitDecoder, BitEncoder};
 use crate::error::{Error, Result};
 use crossbeam_channel::bounded;
+use fast::FastPredictor;
 
 /// Bytes between two progress reports.
 const PROGRESS_EVERY: usize = 1 << 16;
@@ -57,14 +59,84 @@ pub fn encode(
         }
         false => data,
     };
-    let mut model = Predictor::new_in(cfg, data.len(), ws);
+    let (streams, ws) = match cfg.fast {
+        // The fast predictor leaves little work to a coding thread: it codes inline.
+        true => {
+            let mut model = FastPredictor::new_in(cfg, data.len(), ws);
+            let streams = code_inline(data, &mut model, progress);
+            (streams, model.into_workspace())
+        }
+        false => {
+            let mut model = Predictor::new_in(cfg, data.len(), ws);
+            let streams = code_beside(data, &mut model, progress);
+            (streams, model.into_workspace())
+        }
+    };
+    let mut out =
+        Vec::with_capacity(3 + 4 * streams.len() + streams.iter().map(Vec::len).sum::<usize>());
+    out.push(x86 as u8);
+    out.extend_from_slice(&(streams.len() as u16).to_le_bytes());
+    for s in &streams {
+        out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    }
+    for s in &streams {
+        out.extend_from_slice(s);
+    }
+    (out, ws)
+}
+
+/// What the coding loops need of a predictor.
+trait Model {
+    fn lanes(&self) -> lanes::Lanes;
+    fn begin_step(&mut self, step: usize, active: usize);
+    fn predict_bit(&mut self, lane: usize) -> u32;
+    fn update_bit(&mut self, lane: usize, bit: bool);
+    fn end_step(&mut self, step: usize, bytes: &[u8]);
+    fn into_workspace(self) -> Workspace;
+}
+
+/// Implements `Model` by the predictor's own methods of the same names.
+macro_rules! model {
+    ($t:ty) => {
+        impl Model for $t {
+            fn lanes(&self) -> lanes::Lanes {
+                <$t>::lanes(self)
+            }
+            #[inline(always)]
+            fn begin_step(&mut self, step: usize, active: usize) {
+                <$t>::begin_step(self, step, active)
+            }
+            #[inline(always)]
+            fn predict_bit(&mut self, lane: usize) -> u32 {
+                <$t>::predict_bit(self, lane)
+            }
+            #[inline(always)]
+            fn update_bit(&mut self, lane: usize, bit: bool) {
+                <$t>::update_bit(self, lane, bit)
+            }
+            #[inline(always)]
+            fn end_step(&mut self, step: usize, bytes: &[u8]) {
+                <$t>::end_step(self, step, bytes)
+            }
+            fn into_workspace(self) -> Workspace {
+                <$t>::into_workspace(self)
+            }
+        }
+    };
+}
+model!(Predictor);
+model!(FastPredictor);
+
+/// Range-codes `data` by `model`'s predictions on a second thread while the model runs on
+/// this one; returns each lane's stream.
+fn code_beside(data: &[u8], model: &mut impl Model, progress: ProgressFn) -> Vec<Vec<u8>> {
     let lanes = model.lanes();
     let (full_tx, full_rx) = bounded::<Vec<u64>>(QUEUE);
     let (free_tx, free_rx) = bounded::<Vec<u64>>(QUEUE + 2);
     for _ in 0..QUEUE + 2 {
         let _ = free_tx.send(Vec::with_capacity(BATCH + 8 * lanes.count));
     }
-    let streams = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         // Consumer: owns the lanes' range coders.
         let consumer = s.spawn(move || {
             let mut encs: Vec<BitEncoder> = (0..lanes.count).map(|_| BitEncoder::new()).collect();
@@ -111,18 +183,36 @@ pub fn encode(
         consumer
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p))
-    });
-    let mut out =
-        Vec::with_capacity(3 + 4 * streams.len() + streams.iter().map(Vec::len).sum::<usize>());
-    out.push(x86 as u8);
-    out.extend_from_slice(&(lanes.count as u16).to_le_bytes());
-    for s in &streams {
-        out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    })
+}
+
+/// Range-codes `data` by `model`'s predictions on this thread; returns each lane's stream.
+fn code_inline(data: &[u8], model: &mut impl Model, progress: ProgressFn) -> Vec<Vec<u8>> {
+    let lanes = model.lanes();
+    let mut encs: Vec<BitEncoder> = (0..lanes.count).map(|_| BitEncoder::new()).collect();
+    let mut bytes = vec![0u8; lanes.count];
+    let mut pending = 0usize;
+    for step in 0..lanes.steps() {
+        let active = lanes.active(step);
+        model.begin_step(step, active);
+        for (l, (byte, enc)) in bytes.iter_mut().zip(&mut encs).enumerate().take(active) {
+            let b = data[lanes.start(l) + step];
+            *byte = b;
+            for i in (0..8).rev() {
+                let bit = (b >> i) & 1 != 0;
+                enc.encode_bit(bit, model.predict_bit(l));
+                model.update_bit(l, bit);
+            }
+        }
+        model.end_step(step, &bytes[..active]);
+        pending += active;
+        if pending >= PROGRESS_EVERY {
+            progress(pending as u64);
+            pending = 0;
+        }
     }
-    for s in &streams {
-        out.extend_from_slice(s);
-    }
-    (out, model.into_workspace())
+    progress(pending as u64);
+    encs.into_iter().map(BitEncoder::finish).collect()
 }
 
 /// Decodes a payload of `raw_len` bytes with the predictor built in `ws`, appending them to
@@ -135,7 +225,32 @@ pub fn decode(
     progress: ProgressFn,
     out: &mut Vec<u8>,
 ) -> (Result<()>, Workspace) {
-    let mut model = Predictor::new_in(cfg, raw_len, ws);
+    match cfg.fast {
+        true => decode_in(
+            FastPredictor::new_in(cfg, raw_len, ws),
+            payload,
+            raw_len,
+            progress,
+            out,
+        ),
+        false => decode_in(
+            Predictor::new_in(cfg, raw_len, ws),
+            payload,
+            raw_len,
+            progress,
+            out,
+        ),
+    }
+}
+
+/// Decodes with `model` (see `decode`).
+fn decode_in(
+    mut model: impl Model,
+    payload: &[u8],
+    raw_len: usize,
+    progress: ProgressFn,
+    out: &mut Vec<u8>,
+) -> (Result<()>, Workspace) {
     let start = out.len();
     out.resize(start + raw_len, 0);
     let done = match payload.split_first() {
@@ -155,7 +270,7 @@ pub fn decode(
 
 /// Decodes the lanes of `payload` into `out`, the block's bytes.
 fn decode_with(
-    model: &mut Predictor,
+    model: &mut impl Model,
     payload: &[u8],
     out: &mut [u8],
     progress: ProgressFn,

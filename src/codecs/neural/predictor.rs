@@ -41,6 +41,8 @@ pub struct Params {
     /// One mixer and one probability map instead of five and three, no refinement chain: the
     /// fastest levels.
     pub lean: bool,
+    /// The fast predictor (`fast`) instead of this one: the fastest level.
+    pub fast: bool,
 }
 
 /// The contexts of the default model: the catalogue's first 18.
@@ -62,6 +64,7 @@ impl Default for Params {
             },
             contexts: DEFAULT_CONTEXTS,
             lean: false,
+            fast: false,
         }
     }
 }
@@ -94,11 +97,11 @@ struct LaneBits {
 /// The large tables of a model, kept between blocks so that a worker allocates them once.
 #[derive(Default)]
 pub struct Workspace {
-    hist: Vec<u8>,
-    slots: Vec<u8>,
-    matches: Vec<u32>,
-    apm_order1: Vec<u16>,
-    apm_order2: Vec<u16>,
+    pub(super) hist: Vec<u8>,
+    pub(super) slots: Vec<u8>,
+    pub(super) matches: Vec<u32>,
+    pub(super) apm_order1: Vec<u16>,
+    pub(super) apm_order2: Vec<u16>,
 }
 
 /// The predictor state of one block.

@@ -82,11 +82,12 @@ impl Histories {
 
 /// Maps bit histories to probabilities, one adaptive counter per history, learnt online.
 pub struct HistoryMap {
-    p: Vec<u32>,
+    /// One counter (`cm`'s layout) per history.
+    pub(super) p: Vec<u32>,
 }
 
 /// A map's counters slow down until this many observations.
-const MAP_LIMIT: u32 = 1023;
+pub(super) const MAP_LIMIT: u32 = 1023;
 
 impl HistoryMap {
     /// A map starting each history at the probability its counts suggest.
