@@ -170,7 +170,7 @@ impl NeuralConfig {
         if c.fast {
             return format!(
                 "level {}: the fast predictor, integer mixing of bit histories of {} contexts \
-                 (orders, words) and a match model; one lane",
+                 (orders, words, columns) and a match model; one lane",
                 self.level,
                 c.contexts.count_ones()
             );
