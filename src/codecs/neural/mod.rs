@@ -35,6 +35,35 @@ const BATCH: usize = 4096;
 /// Messages in flight between producer and consumer.
 const QUEUE: usize = 4;
 
+/// Reports coded bytes to a progress callback, `PROGRESS_EVERY` or more at a time.
+struct Reporter<'a> {
+    progress: ProgressFn<'a>,
+    pending: usize,
+}
+
+impl<'a> Reporter<'a> {
+    fn new(progress: ProgressFn<'a>) -> Self {
+        Reporter {
+            progress,
+            pending: 0,
+        }
+    }
+
+    /// Counts `n` more bytes, reporting once enough have gathered.
+    fn add(&mut self, n: usize) {
+        self.pending += n;
+        if self.pending >= PROGRESS_EVERY {
+            (self.progress)(self.pending as u64);
+            self.pending = 0;
+        }
+    }
+
+    /// Reports what is left.
+    fn finish(self) {
+        (self.progress)(self.pending as u64);
+    }
+}
+
 /// Packs a lane index, a 16-bit probability and a bit into one queue entry.
 #[inline]
 fn pack(lane: usize, p: u32, bit: bool) -> u64 {
@@ -153,7 +182,7 @@ fn code_beside(data: &[u8], model: &mut impl Model, progress: ProgressFn) -> Vec
         // Producer: the model.
         let mut bytes = vec![0u8; lanes.count];
         let mut batch = free_rx.recv().unwrap_or_default();
-        let mut pending = 0usize;
+        let mut reported = Reporter::new(progress);
         for step in 0..lanes.steps() {
             let active = lanes.active(step);
             model.begin_step(step, active);
@@ -171,15 +200,11 @@ fn code_beside(data: &[u8], model: &mut impl Model, progress: ProgressFn) -> Vec
                 let next = free_rx.recv().unwrap_or_default();
                 let _ = full_tx.send(std::mem::replace(&mut batch, next));
             }
-            pending += active;
-            if pending >= PROGRESS_EVERY {
-                progress(pending as u64);
-                pending = 0;
-            }
+            reported.add(active);
         }
         let _ = full_tx.send(batch);
         drop(full_tx);
-        progress(pending as u64);
+        reported.finish();
         consumer
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p))
@@ -191,7 +216,7 @@ fn code_inline(data: &[u8], model: &mut impl Model, progress: ProgressFn) -> Vec
     let lanes = model.lanes();
     let mut encs: Vec<BitEncoder> = (0..lanes.count).map(|_| BitEncoder::new()).collect();
     let mut bytes = vec![0u8; lanes.count];
-    let mut pending = 0usize;
+    let mut reported = Reporter::new(progress);
     for step in 0..lanes.steps() {
         let active = lanes.active(step);
         model.begin_step(step, active);
@@ -205,13 +230,9 @@ fn code_inline(data: &[u8], model: &mut impl Model, progress: ProgressFn) -> Vec
             }
         }
         model.end_step(step, &bytes[..active]);
-        pending += active;
-        if pending >= PROGRESS_EVERY {
-            progress(pending as u64);
-            pending = 0;
-        }
+        reported.add(active);
     }
-    progress(pending as u64);
+    reported.finish();
     encs.into_iter().map(BitEncoder::finish).collect()
 }
 
@@ -300,7 +321,7 @@ fn decode_with(
         return Err(corrupt("bytes after the last lane"));
     }
     let mut bytes = vec![0u8; lanes.count];
-    let mut pending = 0usize;
+    let mut reported = Reporter::new(progress);
     for step in 0..lanes.steps() {
         let active = lanes.active(step);
         model.begin_step(step, active);
@@ -315,12 +336,8 @@ fn decode_with(
             out[lanes.start(l) + step] = b;
         }
         model.end_step(step, &bytes[..active]);
-        pending += active;
-        if pending >= PROGRESS_EVERY {
-            progress(pending as u64);
-            pending = 0;
-        }
+        reported.add(active);
     }
-    progress(pending as u64);
+    reported.finish();
     Ok(())
 }
