@@ -90,7 +90,7 @@ fn model(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(block.len() as u64));
     g.bench_function("predictor+coder encode, 256 KiB block", |b| {
         b.iter(|| {
-            neural::encode(block, Params::default(), Default::default(), &|_| {})
+            neural::encode(block, Params::default(), None, Default::default(), &|_| {})
                 .0
                 .len()
         })

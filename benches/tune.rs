@@ -25,7 +25,7 @@ fn main() {
     for path in std::env::args().skip(1).filter(|a| !a.starts_with("--")) {
         let data = std::fs::read(&path).expect("read input");
         let t = Instant::now();
-        let (payload, _) = neural::encode(&data, cfg, Default::default(), &|_| {});
+        let (payload, _) = neural::encode(&data, cfg, None, Default::default(), &|_| {});
         let secs = t.elapsed().as_secs_f64();
         total += payload.len();
         println!(

@@ -51,6 +51,17 @@ pub enum Error {
         /// The limit in force (`Options::memory`).
         limit: u64,
     },
+    /// A pack file is not a valid pack, or does not fit the model it is used with.
+    #[error("bad pack: {0}")]
+    BadPack(String),
+    /// The archive needs a pack that was not given.
+    #[error("archive needs pack {name} (sha256 {sha256}), which is not available")]
+    PackMissing {
+        /// The pack's name.
+        name: String,
+        /// The pack's SHA-256, in hex.
+        sha256: String,
+    },
 }
 
 /// Result alias used across the library.

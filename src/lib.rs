@@ -34,7 +34,7 @@ mod simd;
 mod testing;
 
 pub use codecs::float::DType;
-pub use codecs::neural::{Backbone, DEFAULT_LEVEL, LEVELS};
+pub use codecs::neural::{Backbone, Pack, DEFAULT_LEVEL, LEVELS};
 pub use error::{Error, Result};
 pub use format::{Codec, Part};
 pub use simd::Level as SimdLevel;
@@ -65,7 +65,7 @@ fn compress_stream(
     opts: &Options,
     len: Option<u64>,
 ) -> Result<Stats> {
-    let neural = opts.neural();
+    let neural = opts.neural_with_pack()?;
     let mut known = Known { len, layout: None };
     if opts.dtype.is_some() {
         return pipeline::compress(&mut Streamed(input), &mut output, opts, &neural, known);
@@ -81,7 +81,13 @@ fn compress_stream(
 pub fn compress_bytes(input: &[u8], mut output: impl Write, opts: &Options) -> Result<Stats> {
     let known = Known::whole(input, opts.dtype);
     let mut input = InMemory::new(input);
-    pipeline::compress(&mut input, &mut output, opts, &opts.neural(), known)
+    pipeline::compress(
+        &mut input,
+        &mut output,
+        opts,
+        &opts.neural_with_pack()?,
+        known,
+    )
 }
 
 /// `compress_bytes` of a mapped file, whose pages are given back as blocks finish, so resident
@@ -93,7 +99,13 @@ pub fn compress_mapped(
 ) -> Result<Stats> {
     let known = Known::whole(input, opts.dtype);
     let mut input = InMemory::mapped(input);
-    pipeline::compress(&mut input, &mut output, opts, &opts.neural(), known)
+    pipeline::compress(
+        &mut input,
+        &mut output,
+        opts,
+        &opts.neural_with_pack()?,
+        known,
+    )
 }
 
 /// Decompresses a complete archive from `input` onto `output`, verifying every checksum.
@@ -132,13 +144,81 @@ pub fn compress_part(
     index: u32,
     count: u32,
 ) -> Result<Stats> {
-    pipeline::compress_part(input, &mut output, opts, &opts.neural(), index, count)
+    pipeline::compress_part(
+        input,
+        &mut output,
+        opts,
+        &opts.neural_with_pack()?,
+        index,
+        count,
+    )
 }
 
 /// Joins the parts `compress_part` wrote, given in order, into the archive of the whole input,
 /// without recompressing; refuses parts that do not fit together before writing anything.
 pub fn concat<R: Read + Seek>(parts: &mut [R], mut output: impl Write) -> Result<Stats> {
     pipeline::concat(parts, &mut output)
+}
+
+/// What a pack is called, what it was trained on and the sizes of its tables.
+#[derive(Clone, Debug)]
+pub struct PackSpec {
+    /// Its name, recorded in every archive that uses it (1..=64 bytes).
+    pub name: String,
+    /// The kind of data it is for (`text`, `code`, `exe`, ...).
+    pub kind: String,
+    /// Where its training data came from.
+    pub description: String,
+    /// The compression level whose model it starts (not 1).
+    pub level: u8,
+    /// log2 of the hashed contexts' slots (16 bytes each; 12..=24): the pack's size, and the
+    /// table of every block that uses it.
+    pub slots_log: u32,
+}
+
+/// Trains a pack on `data` (the concatenated training files): the level's predictor learns
+/// from every byte, as when compressing, and its learnt state is the pack. Returns the pack
+/// file's bytes.
+pub fn pretrain(data: &[u8], spec: &PackSpec, progress: &(dyn Fn(u64) + Sync)) -> Result<Vec<u8>> {
+    use codecs::neural::{pack, Geometry};
+    if spec.name.is_empty() || spec.name.len() > pack::NAME_MAX {
+        return Err(Error::InvalidOption(format!(
+            "a pack's name must be 1..={} bytes",
+            pack::NAME_MAX
+        )));
+    }
+    if !pack::SLOTS_LOG.contains(&spec.slots_log) {
+        return Err(Error::InvalidOption(format!(
+            "table size must be 2^{}..=2^{} slots",
+            pack::SLOTS_LOG.start(),
+            pack::SLOTS_LOG.end()
+        )));
+    }
+    if !LEVELS.contains(&spec.level) {
+        return Err(Error::InvalidOption(format!("no level {}", spec.level)));
+    }
+    let config = NeuralConfig::for_level(spec.level, Backbone::default());
+    if config.params.fast {
+        return Err(Error::InvalidOption(
+            "level 1 (the fast predictor) takes no pack".into(),
+        ));
+    }
+    let geometry = Geometry {
+        slots_log: spec.slots_log,
+        // A quarter of the order-2 map's hashed contexts of a block this table would suit:
+        // the map is in the pack, and grows it by 16 KiB per context.
+        order2_bits: (spec.slots_log.saturating_sub(14))
+            .clamp(*pack::ORDER2_BITS.start(), *pack::ORDER2_BITS.end()),
+    };
+    let state = codecs::neural::train(data, config.params, geometry, progress);
+    Pack::to_file(
+        &spec.name,
+        &spec.kind,
+        &spec.description,
+        &config.to_bytes(),
+        geometry,
+        &state,
+    )
 }
 
 /// Writes the original bytes `range` of a seekable archive to `output`, reading and decoding
@@ -169,6 +249,8 @@ pub struct Info {
     pub part: Option<Part>,
     /// The neural codec's configuration, described.
     pub neural: String,
+    /// The pack the neural codec's blocks start from, if any: its name and SHA-256 (hex).
+    pub pack: Option<(String, String)>,
     /// Bytes of original data.
     pub original_bytes: u64,
     /// The trailer's checksum of the data (xxh3-64 of the blocks' checksums).
@@ -196,7 +278,7 @@ pub struct BlockInfo {
 /// Reads the header and block table of a seekable archive without decoding any block.
 pub fn inspect(mut input: impl Read + Seek) -> Result<Info> {
     let (header, header_len) = Header::read(&mut input)?;
-    let neural = NeuralConfig::from_bytes(&header.neural_config)?;
+    let (neural, pack) = NeuralConfig::from_bytes(&header.neural_config)?;
     let trailer = Trailer::read_from_end(&mut input)?;
     let archive_bytes = input.seek(std::io::SeekFrom::End(0))?;
     trailer.check_table(header_len, archive_bytes - trailer.encoded_len())?;
@@ -207,6 +289,7 @@ pub fn inspect(mut input: impl Read + Seek) -> Result<Info> {
         level: neural.level,
         part: header.part,
         neural: neural.describe(),
+        pack: pack.map(|p| (p.name.clone(), p.hex())),
         original_bytes: trailer.total_len,
         checksum: trailer.data_hash,
         archive_bytes,
@@ -251,7 +334,7 @@ pub mod internals {
 
     /// What the fuzz targets and their regression test run on one input (`fuzz/`): `target`
     /// is `archive-bytes`, `archive-vec`, `archive-stream` or `inspect` (the whole decoder on
-    /// the input as an archive), or `codec-NAME` (one codec's payload decoder on the input's
+    /// the input as an archive), `pack` (the input as a pack file), or `codec-NAME` (one codec's payload decoder on the input's
     /// bytes after the first four, which give the block's length: a `u32`, modulo 4 MiB). Every input
     /// must end in `Ok` or an error, never a panic, a hang or unbounded memory.
     pub fn fuzz(target: &str, data: &[u8]) {
@@ -271,6 +354,13 @@ pub mod internals {
             }
             "inspect" => {
                 let _ = crate::inspect(std::io::Cursor::new(data));
+            }
+            "pack" => {
+                // A pack file as `--pack` reads it, then fitted to the default level's model.
+                if let Ok(p) = crate::Pack::from_file(data) {
+                    let config = crate::codecs::neural::NeuralConfig::default();
+                    let _ = config.attach(std::sync::Arc::new(p));
+                }
             }
             "archive-range" => {
                 // Two offsets, then the archive.

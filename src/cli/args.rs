@@ -62,6 +62,35 @@ pub enum Cmd {
         #[arg(short, long)]
         force: bool,
     },
+    /// Train a pack (a pre-trained starting state of the model) on INPUTs (files, or
+    /// directories: every file in them); compress with it by --pack PACK.
+    Pretrain {
+        /// Training files or directories.
+        #[arg(required = true, value_name = "INPUT")]
+        inputs: Vec<PathBuf>,
+        /// The pack file to write.
+        #[arg(short, long, value_name = "PACK")]
+        output: PathBuf,
+        /// The pack's name, recorded in archives (default: PACK's file name without extension).
+        #[arg(long)]
+        name: Option<String>,
+        /// The kind of data it is for (text, code, markup, exe, ...).
+        #[arg(long = "type", value_name = "NAME", default_value = "general")]
+        kind: String,
+        /// Where the training data came from (kept in the pack).
+        #[arg(long, default_value = "")]
+        description: String,
+        /// The level whose model it starts, 2 .. 9 (default 6).
+        #[arg(long, value_name = "N", default_value_t = 6)]
+        level: u8,
+        /// log2 of the model's context slots (16 bytes each): the pack's size and the table of
+        /// every block compressed with it.
+        #[arg(long, value_name = "N", default_value_t = 20)]
+        table_log: u32,
+        /// Overwrite PACK if it exists.
+        #[arg(short, long)]
+        force: bool,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell.
@@ -146,6 +175,10 @@ pub struct Flags {
     /// The input is a raw array of this float type (f32, f16, bf16, f64).
     #[arg(long, value_name = "TYPE")]
     pub dtype: Option<sep::DType>,
+    /// Start the model from this pack (`sep pretrain`); decompressing, the pack an archive
+    /// needs (also found in the directory SEP_PACKS names). `none`: no pack.
+    #[arg(long, value_name = "PATH|none")]
+    pub pack: Option<PathBuf>,
     /// Backbone network of the predictor.
     #[arg(long, value_enum, default_value = "pac", hide_possible_values = true)]
     pub model: ModelArg,

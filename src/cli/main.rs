@@ -65,6 +65,14 @@ fn options(flags: &Flags, bar: &Option<ProgressBar>) -> Result<Options, Failure>
         opts.memory = m;
     }
     opts.dtype = flags.dtype;
+    match flags.pack.as_deref() {
+        Some(p) if p == Path::new("none") => {}
+        Some(p) => opts.pack = Some(Arc::new(load_pack(p)?)),
+        None => {}
+    }
+    if let Some(dir) = std::env::var_os("SEP_PACKS") {
+        opts.packs = packs_in(Path::new(&dir))?;
+    }
     opts.backbone = match flags.model {
         ModelArg::Pac => sep::Backbone::Pac,
     };
@@ -85,6 +93,83 @@ fn options(flags: &Flags, bar: &Option<ProgressBar>) -> Result<Options, Failure>
     opts.validate()?;
     Ok(opts)
 }
+
+/// Reads and parses a pack file.
+fn load_pack(path: &Path) -> Result<sep::Pack, Failure> {
+    let bytes = std::fs::read(path).map_err(|e| with_path(path, e.into()))?;
+    sep::Pack::from_file(&bytes).map_err(|e| Failure(format!("{}: {e}", path.display())))
+}
+
+/// The packs (`*.pack`) in `dir`, for archives that need one.
+fn packs_in(dir: &Path) -> Result<Vec<Arc<sep::Pack>>, Failure> {
+    let entries = std::fs::read_dir(dir).map_err(|e| with_path(dir, e.into()))?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "pack") && p.is_file())
+        .collect();
+    paths.sort();
+    paths.iter().map(|p| load_pack(p).map(Arc::new)).collect()
+}
+
+/// `sep pretrain`: reads the inputs (directories walked in name order), trains the pack,
+/// writes it to `output` (not over an existing file without `force`).
+fn run_pretrain(
+    inputs: &[PathBuf],
+    output: PathBuf,
+    spec: sep::PackSpec,
+    force: bool,
+) -> Result<(), Failure> {
+    let mut paths = Vec::new();
+    for p in inputs {
+        match p.is_dir() {
+            true => files::walk(p, &mut paths).map_err(|e| with_path(p, e.into()))?,
+            false => paths.push(p.clone()),
+        }
+    }
+    let mut data = Vec::new();
+    for p in &paths {
+        check_distinct(Some(p), Some(&output))?;
+        let mut f = File::open(p).map_err(|e| with_path(p, e.into()))?;
+        io::Read::read_to_end(&mut f, &mut data).map_err(|e| with_path(p, e.into()))?;
+        if data.len() as u64 > PRETRAIN_MAX {
+            return Err(Failure(format!(
+                "training data over {} MiB: give fewer files",
+                PRETRAIN_MAX >> 20
+            )));
+        }
+    }
+    if data.is_empty() {
+        return Err(Failure("no training data".into()));
+    }
+    let bar = report::progress_bar(Some(data.len() as u64), io::stderr().is_terminal());
+    let progress = |n: u64| {
+        if let Some(b) = &bar {
+            b.inc(n)
+        }
+    };
+    let pack = sep::pretrain(&data, &spec, &progress)?;
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let mut out = Output::create(Some(output.clone()), force)?;
+    let mut w = out.writer();
+    w.write_all(&pack)
+        .and_then(|()| w.flush())
+        .map_err(|e| Failure(format!("{}: {}", output.display(), files::io_message(&e))))?;
+    drop(w);
+    out.commit(None)?;
+    eprintln!(
+        "sep: pack {} ({} bytes) from {} bytes of {} files",
+        output.display(),
+        pack.len(),
+        data.len(),
+        paths.len()
+    );
+    Ok(())
+}
+
+/// Most training data `sep pretrain` reads: the model holds all of it.
+const PRETRAIN_MAX: u64 = 1 << 30;
 
 /// Writer that remembers whether a write failed, so errors name the right file.
 struct Tracked<W> {
@@ -474,6 +559,36 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+        Some(Cmd::Pretrain {
+            inputs,
+            output,
+            name,
+            kind,
+            description,
+            level,
+            table_log,
+            force,
+        }) => {
+            let name = name.unwrap_or_else(|| {
+                output
+                    .file_stem()
+                    .map_or("pack".into(), |s| s.to_string_lossy().into_owned())
+            });
+            let spec = sep::PackSpec {
+                name,
+                kind,
+                description,
+                level,
+                slots_log: table_log,
+            };
+            return match run_pretrain(&inputs, output, spec, force) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(Failure(m)) => {
+                    eprintln!("sep: error: {m}");
+                    ExitCode::FAILURE
+                }
+            };
         }
         Some(Cmd::Completions { shell }) => {
             let mut out = Vec::new();

@@ -118,6 +118,9 @@ pub fn describe(info: &Info, name: &Path) -> String {
         );
     }
     let _ = writeln!(s, "neural codec:   {}", info.neural);
+    if let Some((name, hash)) = &info.pack {
+        let _ = writeln!(s, "pack:           {name} (sha256 {hash})");
+    }
     let _ = writeln!(s, "block size:     {} bytes", info.block_size);
     let _ = writeln!(s, "original size:  {} bytes", info.original_bytes);
     let _ = writeln!(

@@ -259,7 +259,10 @@ fn read_header(
             supported: ENGINE_VERSION,
         });
     }
-    let neural = NeuralConfig::from_bytes(&header.neural_config)?;
+    let (mut neural, pack) = NeuralConfig::from_bytes(&header.neural_config)?;
+    if let Some(id) = pack {
+        neural = neural.attach(opts.find_pack(&id)?)?;
+    }
     Ok((header, header_len, neural))
 }
 

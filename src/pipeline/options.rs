@@ -1,7 +1,7 @@
 //! The settings of a run and the sizes it reports.
 
 use crate::codecs::float::DType;
-use crate::codecs::neural::{Backbone, NeuralConfig, DEFAULT_LEVEL, LEVELS};
+use crate::codecs::neural::{Backbone, NeuralConfig, Pack, PackId, DEFAULT_LEVEL, LEVELS};
 use crate::error::{Error, Result};
 use crate::format;
 use std::sync::Arc;
@@ -46,6 +46,11 @@ pub struct Options {
     /// holds up to `threads + 1` blocks at once, and the neural codec's tables grow with a
     /// block's length, so an archive whose header allows larger blocks is refused.
     pub memory: u64,
+    /// The pack every neural block's model starts from (compression only; the archive
+    /// records its name and hash).
+    pub pack: Option<Arc<Pack>>,
+    /// Packs an archive may need (decompression; `pack` counts too).
+    pub packs: Vec<Arc<Pack>>,
 }
 
 impl Default for Options {
@@ -59,6 +64,8 @@ impl Default for Options {
             progress: None,
             on_block: None,
             memory: DEFAULT_MEMORY,
+            pack: None,
+            packs: Vec::new(),
         }
     }
 }
@@ -100,9 +107,30 @@ impl Options {
         }
     }
 
-    /// The neural codec's configuration these options give.
+    /// The neural codec's configuration these options give, without a pack.
     pub(crate) fn neural(&self) -> NeuralConfig {
         NeuralConfig::for_level(self.level, self.backbone)
+    }
+
+    /// The neural codec's configuration to compress with: `neural`, starting from the pack.
+    pub(crate) fn neural_with_pack(&self) -> Result<NeuralConfig> {
+        match &self.pack {
+            Some(p) => self.neural().attach(p.clone()),
+            None => Ok(self.neural()),
+        }
+    }
+
+    /// The pack of `id` among those given, if any.
+    pub(crate) fn find_pack(&self, id: &PackId) -> Result<Arc<Pack>> {
+        self.pack
+            .iter()
+            .chain(&self.packs)
+            .find(|p| p.id == *id)
+            .cloned()
+            .ok_or_else(|| Error::PackMissing {
+                name: id.name.clone(),
+                sha256: id.hex(),
+            })
     }
 }
 

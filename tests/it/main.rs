@@ -7,6 +7,7 @@ mod common;
 mod corpora;
 mod fuzzed;
 mod golden;
+mod packs;
 mod signals;
 mod sources;
 mod tensors;

@@ -93,7 +93,7 @@ pub struct CpuBackend {
 impl Backend for CpuBackend {
     fn encode(&self, data: &[u8], model: &NeuralConfig, progress: ProgressFn) -> Vec<u8> {
         self.arena
-            .with(|ws| encode(data, model.params, ws, progress))
+            .with(|ws| encode(data, model.params, model.pack.as_deref(), ws, progress))
     }
 
     fn decode(
@@ -104,8 +104,17 @@ impl Backend for CpuBackend {
         progress: ProgressFn,
         out: &mut Vec<u8>,
     ) -> Result<()> {
-        self.arena
-            .with(|ws| decode(payload, raw_len, model.params, ws, progress, out))
+        self.arena.with(|ws| {
+            decode(
+                payload,
+                raw_len,
+                model.params,
+                model.pack.as_deref(),
+                ws,
+                progress,
+                out,
+            )
+        })
     }
 }
 

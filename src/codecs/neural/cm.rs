@@ -94,6 +94,22 @@ impl Mixer {
         }
     }
 
+    /// The weights and each set's uses.
+    pub fn state(&self) -> (&[f32], &[u32]) {
+        (&self.w, &self.uses)
+    }
+
+    /// Takes weights and uses saved by `state` from a mixer of the same shape; false (and
+    /// nothing changed) if the shapes differ.
+    pub fn load(&mut self, w: &[f32], uses: &[u32]) -> bool {
+        if w.len() != self.w.len() || uses.len() != self.uses.len() {
+            return false;
+        }
+        self.w.copy_from_slice(w);
+        self.uses.copy_from_slice(uses);
+        true
+    }
+
     /// Mixes inputs `x` with weight set `sel`; returns (stretched output, probability).
     #[inline]
     pub fn mix(&mut self, x: &[f32], sel: usize) -> (f32, f32) {
@@ -152,6 +168,21 @@ impl Apm {
     /// Gives the table's memory back for reuse.
     pub fn into_buffer(self) -> Vec<u16> {
         self.t
+    }
+
+    /// The table.
+    pub fn table(&self) -> &[u16] {
+        &self.t
+    }
+
+    /// Takes a table saved by `table` from a map of the same size; false (and nothing
+    /// changed) if the sizes differ.
+    pub fn load(&mut self, t: &[u16]) -> bool {
+        if t.len() != self.t.len() {
+            return false;
+        }
+        self.t.copy_from_slice(t);
+        true
     }
 
     /// Refined probability (16 bits) of stretched input `st` in context `cx`.

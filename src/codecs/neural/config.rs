@@ -2,8 +2,10 @@
 
 use super::experts::MAX_HASHED;
 use super::net::NetConfig;
-use super::predictor::{Params, DEFAULT_CONTEXTS};
+use super::pack::{Pack, PackId, NAME_MAX};
+use super::predictor::{Params, Predictor, DEFAULT_CONTEXTS};
 use crate::error::{Error, Result};
+use std::sync::Arc;
 
 /// Backbone network of the predictor.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -22,9 +24,9 @@ impl Backbone {
     }
 }
 
-/// The neural codec's configuration: its backbone, level and parameters, serialised into the
-/// archive header.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The neural codec's configuration: its backbone, level, parameters and pack, serialised
+/// into the archive header.
+#[derive(Clone, Debug)]
 pub struct NeuralConfig {
     /// Backbone network of the predictor.
     pub backbone: Backbone,
@@ -32,7 +34,20 @@ pub struct NeuralConfig {
     pub level: u8,
     /// Lanes, mixer, network and context parameters.
     pub params: Params,
+    /// The pack every block's model starts from, if any (`attach`).
+    pub pack: Option<Arc<Pack>>,
 }
+
+impl PartialEq for NeuralConfig {
+    fn eq(&self, o: &Self) -> bool {
+        self.backbone == o.backbone
+            && self.level == o.level
+            && self.params == o.params
+            && self.pack.as_ref().map(|p| &p.id) == o.pack.as_ref().map(|p| &p.id)
+    }
+}
+
+impl Eq for NeuralConfig {}
 
 impl Default for NeuralConfig {
     fn default() -> Self {
@@ -67,9 +82,11 @@ const LEVEL_CONTEXTS: [&[usize]; 9] = [
 /// Configuration id of the default level's model (the catalogue's first 18 contexts), which
 /// records the parameters only.
 const NEURAL_DEFAULT: u8 = 2;
-/// Configuration id of any level's model: the level, flags (bit 0: lean) and the context mask
-/// as well.
+/// Configuration id of any level's model: the level, flags (bit 0: lean, bit 1: fast, bit 2:
+/// a pack) and the context mask as well, then the pack's hash and name.
 const NEURAL_LEVEL: u8 = 3;
+/// Flag bit of `NEURAL_LEVEL`: the model starts from a pack.
+const FLAG_PACK: u8 = 4;
 
 impl NeuralConfig {
     /// The model of compression level `level` (clamped to `LEVELS`).
@@ -90,17 +107,43 @@ impl NeuralConfig {
             backbone,
             level,
             params,
+            pack: None,
         }
+    }
+
+    /// This configuration with every block's model starting from `pack`, which must have been
+    /// trained for it.
+    pub fn attach(mut self, pack: Arc<Pack>) -> Result<Self> {
+        self.pack = None;
+        if self.params.fast {
+            return Err(Error::BadPack(format!(
+                "level {} (the fast predictor) takes no pack",
+                self.level
+            )));
+        }
+        if pack.config != self.to_bytes() {
+            return Err(Error::BadPack(format!(
+                "{} was trained for another model (level, contexts or network) than level {}'s",
+                pack.id, self.level
+            )));
+        }
+        Predictor::check_pack(self.params, &pack)?;
+        self.pack = Some(pack);
+        Ok(self)
     }
 
     /// Serialised form stored in the archive header.
     pub fn to_bytes(&self) -> Vec<u8> {
         let c = &self.params;
-        let short =
-            self.level == DEFAULT_LEVEL && c.contexts == DEFAULT_CONTEXTS && !c.lean && !c.fast;
+        let short = self.level == DEFAULT_LEVEL
+            && c.contexts == DEFAULT_CONTEXTS
+            && !c.lean
+            && !c.fast
+            && self.pack.is_none();
+        let flags = c.lean as u8 | (c.fast as u8) << 1 | (self.pack.is_some() as u8) << 2;
         let mut b = match short {
             true => vec![NEURAL_DEFAULT],
-            false => vec![NEURAL_LEVEL, self.level, c.lean as u8 | (c.fast as u8) << 1],
+            false => vec![NEURAL_LEVEL, self.level, flags],
         };
         b.extend_from_slice(&c.max_lanes.to_le_bytes());
         b.extend_from_slice(&c.min_lane.to_le_bytes());
@@ -111,17 +154,47 @@ impl NeuralConfig {
         if !short {
             b.extend_from_slice(&c.contexts.to_le_bytes());
         }
+        if let Some(p) = &self.pack {
+            b.extend_from_slice(&p.id.sha256);
+            b.push(p.id.name.len() as u8);
+            b.extend_from_slice(p.id.name.as_bytes());
+        }
         b
     }
 
-    /// Parses the serialised form, rejecting unknown backbones and bad parameters.
-    pub fn from_bytes(b: &[u8]) -> Result<Self> {
+    /// Parses the serialised form, rejecting unknown backbones and bad parameters; returns the
+    /// configuration without its pack and the id of the pack it needs, if any (`attach` it).
+    pub fn from_bytes(b: &[u8]) -> Result<(Self, Option<PackId>)> {
+        let mut pack = None;
         let (level, flags, rest, contexts) = match b {
             [NEURAL_DEFAULT, rest @ ..] if rest.len() == 14 => {
                 (DEFAULT_LEVEL, 0, rest, DEFAULT_CONTEXTS)
             }
-            [NEURAL_LEVEL, level, flags, rest @ ..] if rest.len() == 18 => {
+            [NEURAL_LEVEL, level, flags, rest @ ..] if rest.len() >= 18 => {
                 let m = u32::from_le_bytes([rest[14], rest[15], rest[16], rest[17]]);
+                let tail = &rest[18..];
+                match (flags & FLAG_PACK != 0, tail) {
+                    (false, []) => {}
+                    (true, t) if t.len() > 33 => {
+                        let (hash, rest) = t.split_at(32);
+                        let name = &rest[1..];
+                        if rest[0] as usize != name.len() || name.len() > NAME_MAX {
+                            return Err(Error::Corrupt("bad pack name in the header".into()));
+                        }
+                        let name = std::str::from_utf8(name)
+                            .map_err(|_| Error::Corrupt("bad pack name in the header".into()))?;
+                        pack = Some(PackId {
+                            name: name.to_string(),
+                            sha256: hash.try_into().unwrap_or([0; 32]),
+                        });
+                    }
+                    _ => {
+                        return Err(Error::Corrupt(format!(
+                            "unknown neural configuration (id 3, {} bytes)",
+                            b.len()
+                        )))
+                    }
+                }
                 (*level, *flags, &rest[..14], m)
             }
             [id, ..] => {
@@ -153,15 +226,19 @@ impl NeuralConfig {
             || !LEVELS.contains(&level)
             || c.contexts == 0
             || c.contexts >> MAX_HASHED != 0
-            || flags > 2
+            || flags & !7 != 0
+            || flags & 3 == 3
+            || (c.fast && pack.is_some())
         {
             return Err(Error::Corrupt("neural configuration out of range".into()));
         }
-        Ok(NeuralConfig {
+        let config = NeuralConfig {
             backbone: Backbone::Pac,
             level,
             params: c,
-        })
+            pack: None,
+        };
+        Ok((config, pack))
     }
 
     /// Short human-readable description.
@@ -197,7 +274,10 @@ mod tests {
     #[test]
     fn config_round_trips_and_rejects_unknown() {
         let c = NeuralConfig::default();
-        assert_eq!(NeuralConfig::from_bytes(&c.to_bytes()).unwrap(), c);
+        assert_eq!(
+            NeuralConfig::from_bytes(&c.to_bytes()).unwrap(),
+            (c.clone(), None)
+        );
         assert!(NeuralConfig::from_bytes(&[9, 1, 1]).is_err());
         let mut bad = c.to_bytes();
         bad[1] = 0;
@@ -209,7 +289,10 @@ mod tests {
         assert!(NeuralConfig::from_bytes(&[]).is_err());
         for level in LEVELS {
             let c = NeuralConfig::for_level(level, Backbone::Pac);
-            assert_eq!(NeuralConfig::from_bytes(&c.to_bytes()).unwrap(), c);
+            assert_eq!(
+                NeuralConfig::from_bytes(&c.to_bytes()).unwrap(),
+                (c.clone(), None)
+            );
             // The fastest levels have fewer contexts and are recorded as fast and lean.
             assert_eq!(c.params.fast, level == 1);
             assert_eq!(c.params.lean, level == 2);

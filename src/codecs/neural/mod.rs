@@ -14,12 +14,14 @@ mod experts;
 mod fast;
 pub mod lanes;
 pub mod net;
+pub mod pack;
 mod predictor;
 mod states;
 
 pub use backend::{Arena, Backend, CpuBackend};
 pub use config::{Backbone, NeuralConfig, DEFAULT_LEVEL, LEVELS};
 pub use net::{Net, NetConfig};
+pub use pack::{Geometry, Pack, PackId};
 pub use predictor::{Params, Predictor, Workspace};
 
 use super::ProgressFn;
@@ -70,10 +72,12 @@ fn pack(lane: usize, p: u32, bit: bool) -> u64 {
     (lane as u64) << 17 | (p as u64) << 1 | bit as u64
 }
 
-/// Encodes `data` with the predictor built in `ws`; returns the payload and the workspace.
+/// Encodes `data` with the predictor built in `ws` (starting from `pack`'s state where given);
+/// returns the payload and the workspace.
 pub fn encode(
     data: &[u8],
     cfg: Params,
+    pack: Option<&Pack>,
     ws: Workspace,
     progress: ProgressFn,
 ) -> (Vec<u8>, Workspace) {
@@ -96,7 +100,7 @@ pub fn encode(
             (streams, model.into_workspace())
         }
         false => {
-            let mut model = Predictor::new_in(cfg, data.len(), ws);
+            let mut model = Predictor::new_in(cfg, data.len(), ws, pack);
             let streams = code_beside(data, &mut model, progress);
             (streams, model.into_workspace())
         }
@@ -112,6 +116,43 @@ pub fn encode(
         out.extend_from_slice(s);
     }
     (out, ws)
+}
+
+/// Trains the predictor of `cfg` on `data` (coding nothing), with tables of `geometry`;
+/// returns its learnt state: what a pack holds.
+pub fn train(data: &[u8], cfg: Params, geometry: Geometry, progress: ProgressFn) -> pack::State {
+    // Blocks of machine code are seen through the call transform: so is their training data.
+    let transformed;
+    let data = match super::x86::detect(data) {
+        true => {
+            let mut t = data.to_vec();
+            super::x86::encode(&mut t);
+            transformed = t;
+            &transformed[..]
+        }
+        false => data,
+    };
+    let mut model = Predictor::for_training(cfg, data.len(), geometry);
+    let lanes = model.lanes();
+    let mut bytes = vec![0u8; lanes.count];
+    let mut reported = Reporter::new(progress);
+    for step in 0..lanes.steps() {
+        let active = lanes.active(step);
+        model.begin_step(step, active);
+        for (l, byte) in bytes.iter_mut().enumerate().take(active) {
+            let b = data[lanes.start(l) + step];
+            *byte = b;
+            for i in (0..8).rev() {
+                let bit = (b >> i) & 1 != 0;
+                model.predict_bit(l);
+                model.update_bit(l, bit);
+            }
+        }
+        model.end_step(step, &bytes[..active]);
+        reported.add(active);
+    }
+    reported.finish();
+    model.state().0
 }
 
 /// What the coding loops need of a predictor.
@@ -236,12 +277,13 @@ fn code_inline(data: &[u8], model: &mut impl Model, progress: ProgressFn) -> Vec
     encs.into_iter().map(BitEncoder::finish).collect()
 }
 
-/// Decodes a payload of `raw_len` bytes with the predictor built in `ws`, appending them to
-/// `out`; returns the workspace.
+/// Decodes a payload of `raw_len` bytes with the predictor built in `ws` (starting from
+/// `pack`'s state where given), appending them to `out`; returns the workspace.
 pub fn decode(
     payload: &[u8],
     raw_len: usize,
     cfg: Params,
+    pack: Option<&Pack>,
     ws: Workspace,
     progress: ProgressFn,
     out: &mut Vec<u8>,
@@ -255,7 +297,7 @@ pub fn decode(
             out,
         ),
         false => decode_in(
-            Predictor::new_in(cfg, raw_len, ws),
+            Predictor::new_in(cfg, raw_len, ws, pack),
             payload,
             raw_len,
             progress,

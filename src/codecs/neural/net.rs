@@ -317,6 +317,22 @@ impl Net {
         &self.probs[..active * 256]
     }
 
+    /// The parameters (weights and biases, one flat vector).
+    pub fn params(&self) -> &[f32] {
+        &self.p
+    }
+
+    /// Takes parameters saved by `params` from a network of the same shape (the optimiser
+    /// starts afresh); false (and nothing changed) if the shapes differ.
+    pub fn load(&mut self, p: &[f32]) -> bool {
+        if p.len() != self.p.len() {
+            return false;
+        }
+        self.p.copy_from_slice(p);
+        self.refresh_transposes();
+        true
+    }
+
     /// Trains on the true bytes of the lanes of the last forward pass.
     pub fn learn(&mut self, bytes: &[u8]) {
         self.backward(bytes);

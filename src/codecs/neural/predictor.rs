@@ -11,7 +11,9 @@ use super::cm::{counter_p12, counter_update, stretch, stretch_table, Apm, Mixer,
 use super::experts::{back, context_hash, select, ContextKind, LaneState, MatchTable, MAX_HASHED};
 use super::lanes::Lanes;
 use super::net::{Net, NetConfig};
+use super::pack::{Geometry, Pack, State};
 use super::states::{Histories, HistoryMap};
+use crate::error::{Error, Result};
 
 /// Mixer inputs besides the hashed contexts: order 0, order 1, match, network, bias, match
 /// strength, chain.
@@ -118,6 +120,9 @@ pub struct Predictor {
     matches: MatchTable,
     slots: Vec<u8>,
     slot_mask: usize,
+    /// While training a pack: per slot, the 8 hash bits above the table's index bits, so that
+    /// a block with a larger table can put each slot where its hash leads (`load`).
+    tiles: Option<Vec<u8>>,
     maps: Vec<HistoryMap>,
     t0: Vec<u32>,
     t1: Vec<u32>,
@@ -181,9 +186,163 @@ impl Predictor {
         }
     }
 
-    /// A fresh model for a block of `len` bytes, built in `ws`'s memory (every table is reset,
-    /// so the result is identical to `new`).
-    pub fn new_in(cfg: Params, len: usize, ws: Workspace) -> Self {
+    /// A model for a block of `len` bytes, built in `ws`'s memory: fresh (every table is
+    /// reset), or starting from `pack`'s state and table sizes, which `check_pack` has
+    /// found to fit `cfg`.
+    pub fn new_in(cfg: Params, len: usize, ws: Workspace, pack: Option<&Pack>) -> Self {
+        let mut model = Self::fresh(cfg, len, ws, pack.map(|p| (p.geometry, false)));
+        if let Some(p) = pack {
+            // A pack that does not fit leaves the model fresh, the same way for the encoder
+            // and the decoder; `check_pack` refuses such a pack before any block is coded.
+            let _ = model.load(&p.state);
+        }
+        model
+    }
+
+    /// A fresh model to train a pack on `len` bytes, with the pack's table sizes.
+    pub fn for_training(cfg: Params, len: usize, geometry: Geometry) -> Self {
+        let mut model = Self::fresh(cfg, len, Workspace::default(), Some((geometry, true)));
+        model.tiles = Some(vec![0; model.slots.len() / SLOT]);
+        model
+    }
+
+    /// Whether `pack` can start the model of `cfg`.
+    pub fn check_pack(cfg: Params, pack: &Pack) -> Result<()> {
+        let mut model = Self::fresh(cfg, 1, Workspace::default(), Some((pack.geometry, true)));
+        model.load(&pack.state)
+    }
+
+    /// Replaces the learnt state by `s`, if every part of it has this model's shape.
+    fn load(&mut self, s: &State) -> Result<()> {
+        let bad = |what: &str| Err(Error::BadPack(format!("its {what} do not fit the model")));
+        let grow = self.slots.len() / s.slots.len().max(1);
+        if s.slots.len() * grow != self.slots.len()
+            || !grow.is_power_of_two()
+            || grow > 256
+            || s.tiles.len() * SLOT != s.slots.len()
+        {
+            return bad("hashed contexts");
+        }
+        if s.maps.len() != self.maps.len() * 256 {
+            return bad("history maps");
+        }
+        if s.t0.len() != self.t0.len() || s.t1.len() != self.t1.len() || s.tm.len() != self.tm.len()
+        {
+            return bad("counters");
+        }
+        if s.chain.len() != self.chain_w.len() * 2 {
+            return bad("chain weights");
+        }
+        let net_len = self.net.as_ref().map_or(0, |n| n.params().len());
+        if s.net.len() != net_len {
+            return bad("network weights");
+        }
+        let mixers = [
+            &self.mix_a,
+            &self.mix_b,
+            &self.mix_c,
+            &self.mix_d,
+            &self.mix_final,
+        ];
+        for (m, (w, uses)) in mixers.iter().zip(&s.mixers) {
+            let (mw, mu) = m.state();
+            if mw.len() != w.len() || mu.len() != uses.len() {
+                return bad("mixer weights");
+            }
+        }
+        let apms = [&self.apm_a, &self.apm_b, &self.apm_c];
+        if apms
+            .iter()
+            .zip(&s.apms)
+            .any(|(a, t)| a.table().len() != t.len())
+        {
+            return bad("probability maps");
+        }
+        if grow == 1 {
+            self.slots.copy_from_slice(&s.slots);
+        } else {
+            // Each slot goes to the copy of its place that its hash's next bits select.
+            let size = s.slots.len();
+            for ((i, slot), &tile) in s.slots.chunks_exact(SLOT).enumerate().zip(&s.tiles) {
+                let at = i * SLOT + (tile as usize & (grow - 1)) * size;
+                self.slots[at..at + SLOT].copy_from_slice(slot);
+            }
+        }
+        for (map, row) in self.maps.iter_mut().zip(s.maps.chunks_exact(256)) {
+            map.p.copy_from_slice(row);
+        }
+        self.t0.copy_from_slice(&s.t0);
+        self.t1.copy_from_slice(&s.t1);
+        self.tm.copy_from_slice(&s.tm);
+        for (w, c) in self.chain_w.iter_mut().zip(s.chain.chunks_exact(2)) {
+            *w = [c[0], c[1]];
+        }
+        if let Some(net) = self.net.as_mut() {
+            net.load(&s.net);
+        }
+        let mixers = [
+            &mut self.mix_a,
+            &mut self.mix_b,
+            &mut self.mix_c,
+            &mut self.mix_d,
+            &mut self.mix_final,
+        ];
+        for (m, (w, uses)) in mixers.into_iter().zip(&s.mixers) {
+            m.load(w, uses);
+        }
+        for (a, t) in [&mut self.apm_a, &mut self.apm_b, &mut self.apm_c]
+            .into_iter()
+            .zip(&s.apms)
+        {
+            a.load(t);
+        }
+        Ok(())
+    }
+
+    /// The learnt state (what a pack holds) and the table sizes it was learnt with.
+    pub fn state(&self) -> (State, Geometry) {
+        let mix = |m: &super::cm::Mixer| {
+            let (w, u) = m.state();
+            (w.to_vec(), u.to_vec())
+        };
+        let state = State {
+            slots: self.slots.clone(),
+            tiles: self
+                .tiles
+                .clone()
+                .unwrap_or_else(|| vec![0; self.slots.len() / SLOT]),
+            maps: self.maps.iter().flat_map(|m| m.p.iter().copied()).collect(),
+            t0: self.t0.clone(),
+            t1: self.t1.clone(),
+            tm: self.tm.clone(),
+            mixers: [
+                mix(&self.mix_a),
+                mix(&self.mix_b),
+                mix(&self.mix_c),
+                mix(&self.mix_d),
+                mix(&self.mix_final),
+            ],
+            apms: [
+                self.apm_a.table().to_vec(),
+                self.apm_b.table().to_vec(),
+                self.apm_c.table().to_vec(),
+            ],
+            chain: self.chain_w.iter().flatten().copied().collect(),
+            net: self
+                .net
+                .as_ref()
+                .map_or(Vec::new(), |n| n.params().to_vec()),
+        };
+        let geometry = Geometry {
+            slots_log: (self.slot_mask + 1).trailing_zeros(),
+            order2_bits: self.order2_bits,
+        };
+        (state, geometry)
+    }
+
+    /// A fresh model for a block of `len` bytes in `ws`'s memory, with its tables sized to the
+    /// block, or to a pack's `geometry` where given: exactly, or grown towards the block's.
+    fn fresh(cfg: Params, len: usize, ws: Workspace, geometry: Option<(Geometry, bool)>) -> Self {
         let lanes = Lanes::new(len, cfg.max_lanes as usize, cfg.min_lane as usize);
         let (kinds, orders) = select(cfg.contexts);
         let n = kinds.len();
@@ -192,7 +351,15 @@ impl Predictor {
         // Slots shared by all hashed contexts, scaled to the block and to how many contexts
         // claim them (four per byte with 18 contexts): 2^12..=2^24 (256 MiB).
         let want = (len.saturating_mul(2 * n) / 9).max(1).next_power_of_two();
-        let n_slots = want.clamp(1 << 12, 1 << SLOTS_MAX_LOG);
+        // A pack's table grows to the block's size, up to 2^8 times (`load`).
+        let n_slots = match geometry {
+            Some((g, true)) => 1 << g.slots_log.min(SLOTS_MAX_LOG),
+            Some((g, false)) => (want << 2).clamp(
+                1 << g.slots_log.min(SLOTS_MAX_LOG),
+                1 << (g.slots_log + 8).min(SLOTS_MAX_LOG),
+            ),
+            None => want.clamp(1 << 12, 1 << SLOTS_MAX_LOG),
+        };
         let blank = LaneBits {
             ctx: [0; MAX_HASHED],
             slot: [0; MAX_HASHED],
@@ -206,7 +373,10 @@ impl Predictor {
             pos_mod: 0,
         };
         // The order-2 map grows with the block: 2^2 to 2^10 hashed contexts of 256 each.
-        let order2_bits = (len.max(1).ilog2()).saturating_sub(10).clamp(2, 10);
+        let order2_bits = match geometry {
+            Some((g, _)) => g.order2_bits.clamp(2, 10),
+            None => (len.max(1).ilog2()).saturating_sub(10).clamp(2, 10),
+        };
         let lr = cfg.mix_lr as f32 * 1e-4;
         let lr0 = cfg.mix_lr_start as f32 * 1e-4;
         let mut slots = ws.slots;
@@ -225,6 +395,7 @@ impl Predictor {
             matches: MatchTable::new_in(len, ws.matches),
             slots,
             slot_mask: n_slots - 1,
+            tiles: None,
             maps: (0..n).map(|_| HistoryMap::new()).collect(),
             t0: vec![COUNTER_INIT; 256],
             t1: vec![COUNTER_INIT; 65536],
@@ -298,17 +469,17 @@ impl Predictor {
         let lb = &mut self.bits[l];
         // Every context's cache line is asked for first, so that the memory fetches overlap.
         let n = self.kinds.len();
-        let mut lines = [(0usize, 0u8); MAX_HASHED];
+        let mut lines = [(0usize, 0u8, 0u64); MAX_HASHED];
         let mut touched = 0u8;
         for (k, line) in lines[..n].iter_mut().enumerate() {
             let h = lb.ctx[k].wrapping_add((lb.c0 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
             let h = h ^ (h >> 29);
             let base = ((h as usize) & self.slot_mask & !(WAYS - 1)) * SLOT;
-            *line = (base, ((h >> 56) as u8) | 1);
+            *line = (base, ((h >> 56) as u8) | 1, h);
             touched ^= self.slots[base];
         }
         std::hint::black_box(touched);
-        for (k, &(base, check)) in lines[..n].iter().enumerate() {
+        for (k, &(base, check, h)) in lines[..n].iter().enumerate() {
             let chosen = match (0..WAYS)
                 .map(|j| base + j * SLOT)
                 .find(|&a| self.slots[a] == check)
@@ -323,6 +494,9 @@ impl Predictor {
                         .unwrap_or(base);
                     self.slots[v] = check;
                     self.slots[v + 1..v + SLOT].fill(0);
+                    if let Some(t) = self.tiles.as_mut() {
+                        t[v / SLOT] = (h >> (self.slot_mask + 1).trailing_zeros()) as u8;
+                    }
                     v
                 }
             };

@@ -1,0 +1,321 @@
+//! Pre-trained model packs: the predictor's learnt state after training on data of one type,
+//! from which a block's model starts instead of from nothing.
+//!
+//! A pack file is a safetensors file. Its metadata: `format` (`sep-pack`), `version` (`1`),
+//! `name`, `type` (the kind of data it was trained on), `config` (hex of the neural
+//! configuration it fits, without any pack), `slots_log` and `order2_bits` (the geometry of the
+//! tables, which a block using the pack takes), `description` (the training data) and
+//! `sep_version`. Its tensors are the predictor's state (`State`): `slots` (u8, the hashed
+//! contexts' bit histories, 16 bytes a slot), `tiles` (u8, per slot the 8 bits of its hash
+//! above the index, so that a larger table places it), `maps` (u32, one row of 256 counters per context), `t0`, `t1`,
+//! `tm` (u32 counters), `mix_a` .. `mix_e` with `mix_a_uses` .. (f32 weights, u32 uses),
+//! `apm_a` .. `apm_c` (u16), `chain` (f32) and `net` (f32, only with a network). A pack is
+//! named in an archive by its name and the SHA-256 of the whole file.
+
+use crate::error::{Error, Result};
+use safetensors::{Dtype, SafeTensors};
+use sha2::{Digest, Sha256};
+use std::fmt;
+
+/// What identifies a pack in an archive: its name and the SHA-256 of its file.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PackId {
+    /// Short name (at most `NAME_MAX` bytes of UTF-8).
+    pub name: String,
+    /// SHA-256 of the pack file.
+    pub sha256: [u8; 32],
+}
+
+/// Longest pack name.
+pub const NAME_MAX: usize = 64;
+
+impl PackId {
+    /// The hash in lowercase hex.
+    pub fn hex(&self) -> String {
+        hex(&self.sha256)
+    }
+}
+
+impl fmt::Debug for PackId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (sha256 {})", self.name, self.hex())
+    }
+}
+
+impl fmt::Display for PackId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// The predictor's learnt state, as a pack holds it.
+#[derive(Clone, Default, PartialEq)]
+pub struct State {
+    pub slots: Vec<u8>,
+    /// Per slot of 16 bytes, the 8 bits of its context's hash above the index bits.
+    pub tiles: Vec<u8>,
+    pub maps: Vec<u32>,
+    pub t0: Vec<u32>,
+    pub t1: Vec<u32>,
+    pub tm: Vec<u32>,
+    /// Weights and per-set uses of the five mixers, in the predictor's order.
+    pub mixers: [(Vec<f32>, Vec<u32>); 5],
+    pub apms: [Vec<u16>; 3],
+    pub chain: Vec<f32>,
+    pub net: Vec<f32>,
+}
+
+/// Table sizes a pack fixes for the blocks that use it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    /// log2 of the hashed contexts' slots.
+    pub slots_log: u32,
+    /// Bits of the order-2 probability map's hash.
+    pub order2_bits: u32,
+}
+
+/// Accepted `Geometry::slots_log` values.
+pub const SLOTS_LOG: std::ops::RangeInclusive<u32> = 12..=24;
+/// Accepted `Geometry::order2_bits` values.
+pub const ORDER2_BITS: std::ops::RangeInclusive<u32> = 2..=10;
+
+/// A loaded pack.
+pub struct Pack {
+    pub id: PackId,
+    /// The kind of data it was trained on (`text`, `exe`, ...).
+    pub kind: String,
+    /// Where its training data came from.
+    pub description: String,
+    /// The neural configuration (serialised, without a pack) whose predictor it starts.
+    pub config: Vec<u8>,
+    pub geometry: Geometry,
+    pub state: State,
+}
+
+impl fmt::Debug for Pack {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.id, f)
+    }
+}
+
+/// Builds a metadata map of whatever map type `safetensors::serialize` takes.
+fn metadata<M: Default + Extend<(String, String)>>(pairs: Vec<(String, String)>) -> M {
+    let mut m = M::default();
+    m.extend(pairs);
+    m
+}
+
+fn le_bytes<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+    v.iter().flat_map(|&x| f(x)).collect()
+}
+
+fn from_le<T, const N: usize>(b: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
+    b.chunks_exact(N)
+        .map(|c| f(c.try_into().unwrap_or([0; N])))
+        .collect()
+}
+
+/// `file` with its JSON header's keys in sorted order (safetensors writes them in hash map
+/// order, which changes from run to run), so that the same training gives the same bytes.
+fn canonical(file: &[u8]) -> Result<Vec<u8>> {
+    let bad = || Error::BadPack("unreadable header".into());
+    let n = u64::from_le_bytes(
+        file.get(..8)
+            .ok_or_else(bad)?
+            .try_into()
+            .map_err(|_| bad())?,
+    );
+    let end = usize::try_from(n)
+        .ok()
+        .and_then(|n| n.checked_add(8))
+        .ok_or_else(bad)?;
+    let header: serde_json::Value =
+        serde_json::from_slice(file.get(8..end).ok_or_else(bad)?).map_err(|_| bad())?;
+    // serde_json's maps are ordered by key.
+    let mut json = serde_json::to_vec(&header).map_err(|_| bad())?;
+    while !json.len().is_multiple_of(8) {
+        json.push(b' ');
+    }
+    let mut out = Vec::with_capacity(file.len());
+    out.extend_from_slice(&(json.len() as u64).to_le_bytes());
+    out.extend_from_slice(&json);
+    out.extend_from_slice(&file[end..]);
+    Ok(out)
+}
+
+const MIXER_NAMES: [&str; 5] = ["mix_a", "mix_b", "mix_c", "mix_d", "mix_e"];
+const APM_NAMES: [&str; 3] = ["apm_a", "apm_b", "apm_c"];
+
+impl Pack {
+    /// Serialises a pack file; returns its bytes (the id's hash is of these bytes).
+    pub fn to_file(
+        name: &str,
+        kind: &str,
+        description: &str,
+        config: &[u8],
+        geometry: Geometry,
+        state: &State,
+    ) -> Result<Vec<u8>> {
+        let bad = |e: safetensors::SafeTensorError| Error::InvalidOption(format!("pack: {e}"));
+        let mut owned: Vec<(String, Dtype, Vec<u8>)> = vec![
+            ("slots".into(), Dtype::U8, state.slots.clone()),
+            ("tiles".into(), Dtype::U8, state.tiles.clone()),
+            (
+                "maps".into(),
+                Dtype::U32,
+                le_bytes(&state.maps, u32::to_le_bytes),
+            ),
+            (
+                "t0".into(),
+                Dtype::U32,
+                le_bytes(&state.t0, u32::to_le_bytes),
+            ),
+            (
+                "t1".into(),
+                Dtype::U32,
+                le_bytes(&state.t1, u32::to_le_bytes),
+            ),
+            (
+                "tm".into(),
+                Dtype::U32,
+                le_bytes(&state.tm, u32::to_le_bytes),
+            ),
+            (
+                "chain".into(),
+                Dtype::F32,
+                le_bytes(&state.chain, f32::to_le_bytes),
+            ),
+            (
+                "net".into(),
+                Dtype::F32,
+                le_bytes(&state.net, f32::to_le_bytes),
+            ),
+        ];
+        for (n, (w, uses)) in MIXER_NAMES.iter().zip(&state.mixers) {
+            owned.push((n.to_string(), Dtype::F32, le_bytes(w, f32::to_le_bytes)));
+            owned.push((
+                format!("{n}_uses"),
+                Dtype::U32,
+                le_bytes(uses, u32::to_le_bytes),
+            ));
+        }
+        for (n, t) in APM_NAMES.iter().zip(&state.apms) {
+            owned.push((n.to_string(), Dtype::U16, le_bytes(t, u16::to_le_bytes)));
+        }
+        let views = owned
+            .iter()
+            .map(|(n, d, b)| {
+                let shape = vec![b.len() / d.bitsize().div_ceil(8).max(1)];
+                safetensors::tensor::TensorView::new(*d, shape, b).map(|v| (n.clone(), v))
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(bad)?;
+        let meta = vec![
+            ("format".into(), "sep-pack".into()),
+            ("version".into(), "1".into()),
+            ("name".into(), name.into()),
+            ("type".into(), kind.into()),
+            ("description".into(), description.into()),
+            ("config".into(), hex(config)),
+            ("slots_log".into(), geometry.slots_log.to_string()),
+            ("order2_bits".into(), geometry.order2_bits.to_string()),
+            ("sep_version".into(), env!("CARGO_PKG_VERSION").into()),
+        ];
+        let file = safetensors::serialize(views, Some(metadata(meta))).map_err(bad)?;
+        canonical(&file)
+    }
+
+    /// Parses a pack file. Shapes are checked against the configuration when a block starts
+    /// from the pack (`Predictor::new_in`), not here.
+    pub fn from_file(bytes: &[u8]) -> Result<Pack> {
+        let bad = |what: String| Error::BadPack(what);
+        let st = SafeTensors::deserialize(bytes).map_err(|e| bad(format!("not a pack: {e}")))?;
+        let (_, header) =
+            SafeTensors::read_metadata(bytes).map_err(|e| bad(format!("not a pack: {e}")))?;
+        let meta = header.metadata().as_ref();
+        let get = |k: &str| -> Result<String> {
+            meta.and_then(|m| m.get(k))
+                .cloned()
+                .ok_or_else(|| bad(format!("no '{k}' in its metadata")))
+        };
+        if get("format")? != "sep-pack" {
+            return Err(bad("not a sep pack".into()));
+        }
+        if get("version")? != "1" {
+            return Err(bad(format!(
+                "pack version {} (this build reads 1)",
+                get("version")?
+            )));
+        }
+        let name = get("name")?;
+        if name.is_empty() || name.len() > NAME_MAX {
+            return Err(bad(format!("name must be 1..={NAME_MAX} bytes")));
+        }
+        let config = unhex(&get("config")?).ok_or_else(|| bad("bad config".into()))?;
+        let num = |k: &str, range: std::ops::RangeInclusive<u32>| -> Result<u32> {
+            get(k)?
+                .parse()
+                .ok()
+                .filter(|v| range.contains(v))
+                .ok_or_else(|| bad(format!("'{k}' out of range")))
+        };
+        let geometry = Geometry {
+            slots_log: num("slots_log", SLOTS_LOG)?,
+            order2_bits: num("order2_bits", ORDER2_BITS)?,
+        };
+        let raw = |n: &str, d: Dtype| -> Result<&[u8]> {
+            let t = st.tensor(n).map_err(|_| bad(format!("no tensor '{n}'")))?;
+            if t.dtype() != d {
+                return Err(bad(format!("tensor '{n}' is not {d:?}")));
+            }
+            Ok(t.data())
+        };
+        let u32s = |n: &str| raw(n, Dtype::U32).map(|b| from_le(b, u32::from_le_bytes));
+        let f32s = |n: &str| raw(n, Dtype::F32).map(|b| from_le(b, f32::from_le_bytes));
+        let mut mixers: [(Vec<f32>, Vec<u32>); 5] = Default::default();
+        for (n, m) in MIXER_NAMES.iter().zip(&mut mixers) {
+            *m = (f32s(n)?, u32s(&format!("{n}_uses"))?);
+        }
+        let mut apms: [Vec<u16>; 3] = Default::default();
+        for (n, t) in APM_NAMES.iter().zip(&mut apms) {
+            *t = from_le(raw(n, Dtype::U16)?, u16::from_le_bytes);
+        }
+        let state = State {
+            slots: raw("slots", Dtype::U8)?.to_vec(),
+            tiles: raw("tiles", Dtype::U8)?.to_vec(),
+            maps: u32s("maps")?,
+            t0: u32s("t0")?,
+            t1: u32s("t1")?,
+            tm: u32s("tm")?,
+            mixers,
+            apms,
+            chain: f32s("chain")?,
+            net: f32s("net")?,
+        };
+        Ok(Pack {
+            id: PackId {
+                name,
+                sha256: Sha256::digest(bytes).into(),
+            },
+            kind: get("type")?,
+            description: get("description").unwrap_or_default(),
+            config,
+            geometry,
+            state,
+        })
+    }
+}
