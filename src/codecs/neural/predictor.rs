@@ -351,11 +351,12 @@ impl Predictor {
         // Slots shared by all hashed contexts, scaled to the block and to how many contexts
         // claim them (four per byte with 18 contexts): 2^12..=2^24 (256 MiB).
         let want = (len.saturating_mul(2 * n) / 9).max(1).next_power_of_two();
-        // A pack's table grows to the block's size, up to 2^8 times (`load`).
+        // With a pack, at least four times the pack's table, which its slots fill; more for
+        // a larger block, up to 2^8 times the pack's (`load`).
         let n_slots = match geometry {
             Some((g, true)) => 1 << g.slots_log.min(SLOTS_MAX_LOG),
-            Some((g, false)) => (want << 2).clamp(
-                1 << g.slots_log.min(SLOTS_MAX_LOG),
+            Some((g, false)) => want.clamp(
+                1 << (g.slots_log + 2).min(SLOTS_MAX_LOG),
                 1 << (g.slots_log + 8).min(SLOTS_MAX_LOG),
             ),
             None => want.clamp(1 << 12, 1 << SLOTS_MAX_LOG),
