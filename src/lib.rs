@@ -78,34 +78,26 @@ fn compress_stream(
 
 /// Compresses `input`, whole in memory, into a complete archive on `output`, coding its blocks
 /// in place; its structure is detected from the bytes.
-pub fn compress_bytes(input: &[u8], mut output: impl Write, opts: &Options) -> Result<Stats> {
-    let known = Known::whole(input, opts.dtype);
-    let mut input = InMemory::new(input);
-    pipeline::compress(
-        &mut input,
-        &mut output,
-        opts,
-        &opts.neural_with_pack()?,
-        known,
-    )
+pub fn compress_bytes(input: &[u8], output: impl Write, opts: &Options) -> Result<Stats> {
+    compress_whole(InMemory::new(input), input, output, opts)
 }
 
 /// `compress_bytes` of a mapped file, whose pages are given back as blocks finish, so resident
 /// memory does not grow with the file.
-pub fn compress_mapped(
-    input: &memmap2::Mmap,
+pub fn compress_mapped(input: &memmap2::Mmap, output: impl Write, opts: &Options) -> Result<Stats> {
+    compress_whole(InMemory::mapped(input), input, output, opts)
+}
+
+/// Compresses `bytes`, whole in memory and read through `source`, onto `output`.
+fn compress_whole(
+    mut source: InMemory,
+    bytes: &[u8],
     mut output: impl Write,
     opts: &Options,
 ) -> Result<Stats> {
-    let known = Known::whole(input, opts.dtype);
-    let mut input = InMemory::mapped(input);
-    pipeline::compress(
-        &mut input,
-        &mut output,
-        opts,
-        &opts.neural_with_pack()?,
-        known,
-    )
+    let known = Known::whole(bytes, opts.dtype);
+    let neural = opts.neural_with_pack()?;
+    pipeline::compress(&mut source, &mut output, opts, &neural, known)
 }
 
 /// Decompresses a complete archive from `input` onto `output`, verifying every checksum.

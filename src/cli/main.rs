@@ -129,8 +129,11 @@ fn run_pretrain(
     let mut data = Vec::new();
     for p in &paths {
         check_distinct(Some(p), Some(&output))?;
-        let mut f = File::open(p).map_err(|e| with_path(p, e.into()))?;
-        io::Read::read_to_end(&mut f, &mut data).map_err(|e| with_path(p, e.into()))?;
+        let f = File::open(p).map_err(|e| with_path(p, e.into()))?;
+        // Reads one byte past the limit at most, so that a huge input is refused unread.
+        let room = PRETRAIN_MAX + 1 - data.len() as u64;
+        io::Read::read_to_end(&mut io::Read::take(f, room), &mut data)
+            .map_err(|e| with_path(p, e.into()))?;
         if data.len() as u64 > PRETRAIN_MAX {
             return Err(Failure(format!(
                 "training data over {} MiB: give fewer files",

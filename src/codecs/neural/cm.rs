@@ -99,15 +99,11 @@ impl Mixer {
         (&self.w, &self.uses)
     }
 
-    /// Takes weights and uses saved by `state` from a mixer of the same shape; false (and
-    /// nothing changed) if the shapes differ.
-    pub fn load(&mut self, w: &[f32], uses: &[u32]) -> bool {
-        if w.len() != self.w.len() || uses.len() != self.uses.len() {
-            return false;
-        }
+    /// Takes weights and uses saved by `state` from a mixer of the same shape (which the
+    /// caller has checked).
+    pub fn load(&mut self, w: &[f32], uses: &[u32]) {
         self.w.copy_from_slice(w);
         self.uses.copy_from_slice(uses);
-        true
     }
 
     /// Mixes inputs `x` with weight set `sel`; returns (stretched output, probability).
@@ -175,14 +171,10 @@ impl Apm {
         &self.t
     }
 
-    /// Takes a table saved by `table` from a map of the same size; false (and nothing
-    /// changed) if the sizes differ.
-    pub fn load(&mut self, t: &[u16]) -> bool {
-        if t.len() != self.t.len() {
-            return false;
-        }
+    /// Takes a table saved by `table` from a map of the same size (which the caller has
+    /// checked).
+    pub fn load(&mut self, t: &[u16]) {
         self.t.copy_from_slice(t);
-        true
     }
 
     /// Refined probability (16 bits) of stretched input `st` in context `cx`.

@@ -140,7 +140,8 @@ impl NeuralConfig {
             && !c.lean
             && !c.fast
             && self.pack.is_none();
-        let flags = c.lean as u8 | (c.fast as u8) << 1 | (self.pack.is_some() as u8) << 2;
+        let pack_flag = if self.pack.is_some() { FLAG_PACK } else { 0 };
+        let flags = c.lean as u8 | (c.fast as u8) << 1 | pack_flag;
         let mut b = match short {
             true => vec![NEURAL_DEFAULT],
             false => vec![NEURAL_LEVEL, self.level, flags],

@@ -322,15 +322,11 @@ impl Net {
         &self.p
     }
 
-    /// Takes parameters saved by `params` from a network of the same shape (the optimiser
-    /// starts afresh); false (and nothing changed) if the shapes differ.
-    pub fn load(&mut self, p: &[f32]) -> bool {
-        if p.len() != self.p.len() {
-            return false;
-        }
+    /// Takes parameters saved by `params` from a network of the same shape (which the caller
+    /// has checked); the optimiser starts afresh.
+    pub fn load(&mut self, p: &[f32]) {
         self.p.copy_from_slice(p);
         self.refresh_transposes();
-        true
     }
 
     /// Trains on the true bytes of the lanes of the last forward pass.

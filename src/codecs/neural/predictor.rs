@@ -212,7 +212,24 @@ impl Predictor {
         model.load(&pack.state)
     }
 
-    /// Replaces the learnt state by `s`, if every part of it has this model's shape.
+    /// The five mixers, in the order a pack holds them.
+    fn mixers(&mut self) -> [&mut Mixer; 5] {
+        [
+            &mut self.mix_a,
+            &mut self.mix_b,
+            &mut self.mix_c,
+            &mut self.mix_d,
+            &mut self.mix_final,
+        ]
+    }
+
+    /// The three probability maps, in the order a pack holds them.
+    fn apms(&mut self) -> [&mut Apm; 3] {
+        [&mut self.apm_a, &mut self.apm_b, &mut self.apm_c]
+    }
+
+    /// Replaces the learnt state by `s` if every part of it has this model's shape, else
+    /// changes nothing.
     fn load(&mut self, s: &State) -> Result<()> {
         let bad = |what: &str| Err(Error::BadPack(format!("its {what} do not fit the model")));
         let grow = self.slots.len() / s.slots.len().max(1);
@@ -233,25 +250,17 @@ impl Predictor {
         if s.chain.len() != self.chain_w.len() * 2 {
             return bad("chain weights");
         }
-        let net_len = self.net.as_ref().map_or(0, |n| n.params().len());
-        if s.net.len() != net_len {
+        if s.net.len() != self.net.as_ref().map_or(0, |n| n.params().len()) {
             return bad("network weights");
         }
-        let mixers = [
-            &self.mix_a,
-            &self.mix_b,
-            &self.mix_c,
-            &self.mix_d,
-            &self.mix_final,
-        ];
-        for (m, (w, uses)) in mixers.iter().zip(&s.mixers) {
+        if self.mixers().iter().zip(&s.mixers).any(|(m, (w, uses))| {
             let (mw, mu) = m.state();
-            if mw.len() != w.len() || mu.len() != uses.len() {
-                return bad("mixer weights");
-            }
+            mw.len() != w.len() || mu.len() != uses.len()
+        }) {
+            return bad("mixer weights");
         }
-        let apms = [&self.apm_a, &self.apm_b, &self.apm_c];
-        if apms
+        if self
+            .apms()
             .iter()
             .zip(&s.apms)
             .any(|(a, t)| a.table().len() != t.len())
@@ -280,64 +289,36 @@ impl Predictor {
         if let Some(net) = self.net.as_mut() {
             net.load(&s.net);
         }
-        let mixers = [
-            &mut self.mix_a,
-            &mut self.mix_b,
-            &mut self.mix_c,
-            &mut self.mix_d,
-            &mut self.mix_final,
-        ];
-        for (m, (w, uses)) in mixers.into_iter().zip(&s.mixers) {
+        for (m, (w, uses)) in self.mixers().into_iter().zip(&s.mixers) {
             m.load(w, uses);
         }
-        for (a, t) in [&mut self.apm_a, &mut self.apm_b, &mut self.apm_c]
-            .into_iter()
-            .zip(&s.apms)
-        {
+        for (a, t) in self.apms().into_iter().zip(&s.apms) {
             a.load(t);
         }
         Ok(())
     }
 
-    /// The learnt state (what a pack holds) and the table sizes it was learnt with.
-    pub fn state(&self) -> (State, Geometry) {
-        let mix = |m: &super::cm::Mixer| {
-            let (w, u) = m.state();
-            (w.to_vec(), u.to_vec())
-        };
-        let state = State {
+    /// The learnt state: what a pack holds.
+    pub fn state(&mut self) -> State {
+        let tiles = self.tiles.clone();
+        State {
             slots: self.slots.clone(),
-            tiles: self
-                .tiles
-                .clone()
-                .unwrap_or_else(|| vec![0; self.slots.len() / SLOT]),
+            tiles: tiles.unwrap_or_else(|| vec![0; self.slots.len() / SLOT]),
             maps: self.maps.iter().flat_map(|m| m.p.iter().copied()).collect(),
             t0: self.t0.clone(),
             t1: self.t1.clone(),
             tm: self.tm.clone(),
-            mixers: [
-                mix(&self.mix_a),
-                mix(&self.mix_b),
-                mix(&self.mix_c),
-                mix(&self.mix_d),
-                mix(&self.mix_final),
-            ],
-            apms: [
-                self.apm_a.table().to_vec(),
-                self.apm_b.table().to_vec(),
-                self.apm_c.table().to_vec(),
-            ],
+            mixers: self.mixers().map(|m| {
+                let (w, u) = m.state();
+                (w.to_vec(), u.to_vec())
+            }),
+            apms: self.apms().map(|a| a.table().to_vec()),
             chain: self.chain_w.iter().flatten().copied().collect(),
             net: self
                 .net
                 .as_ref()
                 .map_or(Vec::new(), |n| n.params().to_vec()),
-        };
-        let geometry = Geometry {
-            slots_log: (self.slot_mask + 1).trailing_zeros(),
-            order2_bits: self.order2_bits,
-        };
-        (state, geometry)
+        }
     }
 
     /// A fresh model for a block of `len` bytes in `ws`'s memory, with its tables sized to the
