@@ -166,6 +166,9 @@ pub struct PackSpec {
     /// log2 of the hashed contexts' slots (16 bytes each; 12..=24): the pack's size, and the
     /// table of every block that uses it.
     pub slots_log: u32,
+    /// Bytes of the training data's end the pack keeps, which every block using it continues
+    /// (its contexts and matches see them; at most 16 MiB).
+    pub history: usize,
 }
 
 /// Trains a pack on `data` (the concatenated training files): the level's predictor learns
@@ -202,7 +205,13 @@ pub fn pretrain(data: &[u8], spec: &PackSpec, progress: &(dyn Fn(u64) + Sync)) -
         order2_bits: (spec.slots_log.saturating_sub(14))
             .clamp(*pack::ORDER2_BITS.start(), *pack::ORDER2_BITS.end()),
     };
-    let state = codecs::neural::train(data, config.params, geometry, progress);
+    if spec.history > pack::HISTORY_MAX {
+        return Err(Error::InvalidOption(format!(
+            "a pack's history is at most {} bytes",
+            pack::HISTORY_MAX
+        )));
+    }
+    let state = codecs::neural::train(data, config.params, geometry, spec.history, progress);
     Pack::to_file(
         &spec.name,
         &spec.kind,

@@ -87,6 +87,10 @@ pub enum Cmd {
         /// every block compressed with it.
         #[arg(long, value_name = "N", default_value_t = 20)]
         table_log: u32,
+        /// How much of the training data's end the pack keeps, which every block compressed
+        /// with it continues (K, M suffixes).
+        #[arg(long, value_name = "BYTES", default_value = "1M", value_parser = parse_size)]
+        history: u64,
         /// Overwrite PACK if it exists.
         #[arg(short, long)]
         force: bool,

@@ -571,6 +571,7 @@ fn main() -> ExitCode {
             description,
             level,
             table_log,
+            history,
             force,
         }) => {
             let name = name.unwrap_or_else(|| {
@@ -584,6 +585,7 @@ fn main() -> ExitCode {
                 description,
                 level,
                 slots_log: table_log,
+                history: usize::try_from(history).unwrap_or(usize::MAX),
             };
             return match run_pretrain(&inputs, output, spec, force) {
                 Ok(()) => ExitCode::SUCCESS,

@@ -15,6 +15,7 @@ fn spec(name: &str) -> PackSpec {
         description: "test".into(),
         level: sep::DEFAULT_LEVEL,
         slots_log: 16,
+        history: 4 << 10,
     }
 }
 
@@ -163,4 +164,43 @@ fn the_command_line_trains_uses_and_needs_a_pack() {
     );
     ok(&r);
     assert_eq!(fs::read(d.join("f.txt")).unwrap(), data);
+}
+
+#[test]
+fn every_block_continues_the_pack_history() {
+    let book = fs::read(corpora().join("text/book2")).unwrap();
+    let train = &book[..64 << 10];
+    // The file is the training data's end, which only a pack's history still holds.
+    let data = &train[(64 - 8) << 10..];
+    for level in [sep::DEFAULT_LEVEL, 9] {
+        let mut sizes = Vec::new();
+        for history in [0, 16 << 10] {
+            let mut s = spec("book");
+            s.level = level;
+            s.history = history;
+            let bytes = sep::pretrain(train, &s, &|_| {}).unwrap();
+            let pack = Arc::new(Pack::from_file(&bytes).unwrap());
+            assert_eq!(pack.state.history.len(), history);
+            let mut o = opts(2, Level::detect());
+            o.level = level;
+            o.block_size = 4 << 10;
+            o.pack = Some(pack.clone());
+            let mut archive = Vec::new();
+            sep::compress_bytes(data, &mut archive, &o).unwrap();
+            for (threads, kernels) in [(1, Level::Scalar), (3, Level::detect())] {
+                let mut o = opts(threads, kernels);
+                o.level = level;
+                o.packs = vec![pack.clone()];
+                let mut out = Vec::new();
+                sep::decompress_to_vec(&archive, &mut out, &o).unwrap();
+                assert!(out == data, "level {level}, {threads} threads, {kernels:?}");
+            }
+            sep::set_simd_level(Level::detect());
+            sizes.push(archive.len());
+        }
+        assert!(
+            sizes[1] * 2 < sizes[0],
+            "level {level}: the history did not carry into the blocks: {sizes:?}"
+        );
+    }
 }

@@ -1,4 +1,6 @@
-//! How a block is cut into lanes: contiguous segments predicted side by side, one byte each per step.
+//! How a block is cut into lanes: contiguous segments predicted side by side, one byte each per
+//! step; and where they lie in a model's history, which may hold a prefix (a pack's last
+//! training bytes) before the block.
 
 /// Lane geometry of one block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -9,6 +11,9 @@ pub struct Lanes {
     pub count: usize,
     /// Bytes per lane (the last lane may be shorter).
     pub lane_len: usize,
+    /// Bytes of history before the block: lane 0 continues them, every lane's matches reach
+    /// them.
+    pub prefix: usize,
 }
 
 impl Lanes {
@@ -22,12 +27,32 @@ impl Lanes {
             len,
             count,
             lane_len,
+            prefix: 0,
         }
     }
 
-    /// First position of lane `l`.
+    /// The same lanes after `prefix` bytes of history.
+    pub fn after(self, prefix: usize) -> Self {
+        Lanes { prefix, ..self }
+    }
+
+    /// First position of lane `l` in the block.
     pub fn start(&self, l: usize) -> usize {
         l * self.lane_len
+    }
+
+    /// Where lane `l`'s history starts: lane 0's at the prefix's first byte, the others' at
+    /// their own first byte.
+    pub fn history_start(&self, l: usize) -> usize {
+        match l {
+            0 => 0,
+            _ => self.prefix + self.start(l),
+        }
+    }
+
+    /// Position in the history of lane `l`'s byte at `step`.
+    pub fn history_pos(&self, l: usize, step: usize) -> usize {
+        self.prefix + self.start(l) + step
     }
 
     /// Length of lane `l`.
@@ -51,9 +76,13 @@ impl Lanes {
             .count()
     }
 
-    /// Whether position `q` has been coded once `done` steps are complete.
+    /// Whether history position `q` is known once `done` steps are complete: in the prefix,
+    /// or coded.
     pub fn known(&self, q: usize, done: usize) -> bool {
-        q < self.len && q % self.lane_len < done
+        match q.checked_sub(self.prefix) {
+            None => true,
+            Some(q) => q < self.len && q % self.lane_len < done,
+        }
     }
 }
 

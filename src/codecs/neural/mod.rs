@@ -119,8 +119,15 @@ pub fn encode(
 }
 
 /// Trains the predictor of `cfg` on `data` (coding nothing), with tables of `geometry`;
-/// returns its learnt state: what a pack holds.
-pub fn train(data: &[u8], cfg: Params, geometry: Geometry, progress: ProgressFn) -> pack::State {
+/// returns its learnt state with the last `history` bytes of the data (rounded down to whole
+/// `pack::HISTORY_ALIGN`s): what a pack holds.
+pub fn train(
+    data: &[u8],
+    cfg: Params,
+    geometry: Geometry,
+    history: usize,
+    progress: ProgressFn,
+) -> pack::State {
     // Blocks of machine code are seen through the call transform: so is their training data.
     let transformed;
     let data = match super::x86::detect(data) {
@@ -134,7 +141,10 @@ pub fn train(data: &[u8], cfg: Params, geometry: Geometry, progress: ProgressFn)
     };
     let mut model = Predictor::for_training(cfg, data.len(), geometry);
     run(data, &mut model, progress, |_, _, _| {});
-    model.state()
+    let mut state = model.state();
+    let keep = history.min(data.len()) / pack::HISTORY_ALIGN * pack::HISTORY_ALIGN;
+    state.history = data[data.len() - keep..].to_vec();
+    state
 }
 
 /// What the coding loops need of a predictor.

@@ -228,8 +228,8 @@ impl Net {
         let hd = self.hidden;
         self.active = active;
         for l in 0..active {
-            let start = lanes.start(l);
-            let pos = start + step;
+            let start = lanes.history_start(l);
+            let pos = lanes.history_pos(l, step);
             let bytes = &mut self.bytes[l];
             for (i, b) in bytes.iter_mut().enumerate() {
                 *b = if pos > start + i {

@@ -9,8 +9,10 @@
 //! contexts' bit histories, 16 bytes a slot), `tiles` (u8, per slot the 8 bits of its hash
 //! above the index, so that a larger table places it), `maps` (u32, one row of 256 counters per context), `t0`, `t1`,
 //! `tm` (u32 counters), `mix_a` .. `mix_e` with `mix_a_uses` .. (f32 weights, u32 uses),
-//! `apm_a` .. `apm_c` (u16), `chain` (f32) and `net` (f32, only with a network). A pack is
-//! named in an archive by its name and the SHA-256 of the whole file.
+//! `apm_a` .. `apm_c` (u16), `chain` (f32), `net` (f32, only with a network) and `history`
+//! (u8, the training data's last bytes, a multiple of 16 and at most `HISTORY_MAX`; may be
+//! empty or absent). A pack is named in an archive by its name and the SHA-256 of the whole
+//! file.
 
 use crate::error::{Error, Result};
 use safetensors::{Dtype, SafeTensors};
@@ -77,7 +79,16 @@ pub struct State {
     pub apms: [Vec<u16>; 3],
     pub chain: Vec<f32>,
     pub net: Vec<f32>,
+    /// The training data's last bytes, which a block's contexts and matches see before its
+    /// first byte.
+    pub history: Vec<u8>,
 }
+
+/// Longest history a pack may hold.
+pub const HISTORY_MAX: usize = 16 << 20;
+/// A pack's history is a whole number of these, so that lane 0's positions keep the block's
+/// alignment for the aligned contexts.
+pub const HISTORY_ALIGN: usize = 16;
 
 /// Table sizes a pack fixes for the blocks that use it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,6 +215,7 @@ impl Pack {
                 Dtype::F32,
                 le_bytes(&state.net, f32::to_le_bytes),
             ),
+            ("history".into(), Dtype::U8, state.history.clone()),
         ];
         for (n, (w, uses)) in MIXER_NAMES.iter().zip(&state.mixers) {
             owned.push((n.to_string(), Dtype::F32, le_bytes(w, f32::to_le_bytes)));
@@ -305,7 +317,17 @@ impl Pack {
             apms,
             chain: f32s("chain")?,
             net: f32s("net")?,
+            // Packs written before histories existed have none.
+            history: match st.tensor("history") {
+                Ok(_) => raw("history", Dtype::U8)?.to_vec(),
+                Err(_) => Vec::new(),
+            },
         };
+        if state.history.len() > HISTORY_MAX || !state.history.len().is_multiple_of(HISTORY_ALIGN) {
+            return Err(bad(format!(
+                "its history must be a multiple of {HISTORY_ALIGN} bytes up to {HISTORY_MAX}"
+            )));
+        }
         Ok(Pack {
             id: PackId {
                 name,

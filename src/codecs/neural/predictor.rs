@@ -194,9 +194,30 @@ impl Predictor {
         if let Some(p) = pack {
             // A pack that does not fit leaves the model fresh, the same way for the encoder
             // and the decoder; `check_pack` refuses such a pack before any block is coded.
-            let _ = model.load(&p.state);
+            if model.load(&p.state).is_ok() {
+                model.prime(&p.state.history);
+            }
         }
         model
+    }
+
+    /// Puts `history` before the block: lane 0's contexts continue it, and every lane's
+    /// matches may point into it.
+    fn prime(&mut self, history: &[u8]) {
+        if history.is_empty() {
+            return;
+        }
+        let prefix = history.len();
+        self.lanes = self.lanes.after(prefix);
+        self.hist.splice(0..0, history.iter().copied());
+        let table = std::mem::replace(&mut self.matches, MatchTable::new_in(0, Vec::new()));
+        self.matches = MatchTable::new_in(self.hist.len(), table.into_buffer());
+        // Lane 0 reads the history as it would have coded it: its words, lines, record length
+        // and match state carry on into the block.
+        for q in 0..prefix {
+            self.matches
+                .update(&self.hist, 0, q, &mut self.states[0], |k| k < prefix);
+        }
     }
 
     /// A fresh model to train a pack on `len` bytes, with the pack's table sizes.
@@ -318,6 +339,7 @@ impl Predictor {
                 .net
                 .as_ref()
                 .map_or(Vec::new(), |n| n.params().to_vec()),
+            history: Vec::new(),
         }
     }
 
@@ -410,8 +432,8 @@ impl Predictor {
     pub fn begin_step(&mut self, step: usize, active: usize) {
         let lanes = self.lanes;
         for l in 0..active {
-            let start = lanes.start(l);
-            let pos = start + step;
+            let start = lanes.history_start(l);
+            let pos = lanes.history_pos(l, step);
             let ls = &self.states[l];
             let lb = &mut self.bits[l];
             for (c, &(kind, place)) in lb.ctx.iter_mut().zip(&self.kinds) {
@@ -627,13 +649,13 @@ impl Predictor {
             net.learn(bytes);
         }
         for (l, &y) in bytes.iter().enumerate() {
-            self.hist[lanes.start(l) + step] = y;
+            self.hist[lanes.history_pos(l, step)] = y;
         }
         let done = step + 1;
         for l in 0..bytes.len() {
-            let start = lanes.start(l);
+            let (start, pos) = (lanes.history_start(l), lanes.history_pos(l, step));
             self.matches
-                .update(&self.hist, start, start + step, &mut self.states[l], |q| {
+                .update(&self.hist, start, pos, &mut self.states[l], |q| {
                     lanes.known(q, done)
                 });
         }
