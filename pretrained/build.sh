@@ -3,12 +3,13 @@
 # (downloaded, unpacked, never installed), concatenated in name order, a fixed selection of
 # 64 KiB pieces, then `sep pretrain`. No file of the benchmark corpora (Canterbury, Calgary,
 # Silesia, ../shared/corpora) is in these packages. Usage: pretrained/build.sh [OUTDIR]
-# (default target/packs); needs apt-get, dpkg-deb, python3 and a release build of sep.
+# (default pretrained/, whose packs the build embeds; the downloads go to target/packs/work);
+# needs apt-get, dpkg-deb, python3 and a release build of sep.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-target/packs}
+out=${1:-pretrained}
 sep=${SEP:-target/release/sep}
-work="$out/work"
+work=target/packs/work
 mkdir -p "$work/debs" "$work/x"
 # The text pack's sources: English prose with some code (Perl's and Python's manuals, the
 # Debian reference) and short texts (fortunes).
@@ -28,6 +29,6 @@ pieces = [data[i:i + 65536] for i in range(0, len(data), 65536)][::5][:64]
 open(sys.argv[2], 'wb').write(b''.join(pieces))
 PY
 desc="Debian bookworm: $(for d in "$work"/debs/*.deb; do dpkg-deb -f "$d" Package Version | paste -sd= ; done | paste -sd' ')"
-"$sep" pretrain -f --type text --name text --table-log 20 --description "$desc" \
+"$sep" pretrain -f --type text --name text --table-log 20 --history 1M --description "$desc" \
   -o "$out/text.pack" "$work/text.txt"
 sha256sum "$out/text.pack"

@@ -42,7 +42,7 @@ pub use simd::Level as SimdLevel;
 use codecs::neural::NeuralConfig;
 use format::{Header, Trailer};
 use pipeline::{InMemory, Known, Streamed};
-pub use pipeline::{Options, Stats, DEFAULT_BLOCK_SIZE, DEFAULT_MEMORY};
+pub use pipeline::{Options, PackChoice, Stats, DEFAULT_BLOCK_SIZE, DEFAULT_MEMORY};
 use std::io::{Read, Seek, Write};
 
 /// Sets the SIMD level of every kernel of the process, capped at what the CPU supports (the
@@ -65,13 +65,17 @@ fn compress_stream(
     opts: &Options,
     len: Option<u64>,
 ) -> Result<Stats> {
-    let neural = opts.neural_with_pack()?;
     let mut known = Known { len, layout: None };
     if opts.dtype.is_some() {
+        let neural = opts.neural_with_pack(&[])?;
         return pipeline::compress(&mut Streamed(input), &mut output, opts, &neural, known);
     }
-    let (head, layout) = choice::detect::sniff_stream(&mut input)?;
+    let (mut head, layout) = choice::detect::sniff_stream(&mut input)?;
     known.layout = layout;
+    // The start the text pack is chosen by, as `compress_whole` sees it.
+    let more = choice::detect::TEXT_HEAD.saturating_sub(head.len());
+    input.by_ref().take(more as u64).read_to_end(&mut head)?;
+    let neural = opts.neural_with_pack(head_of(&head, &known))?;
     let mut input = Streamed(head.as_slice().chain(input));
     pipeline::compress(&mut input, &mut output, opts, &neural, known)
 }
@@ -96,8 +100,22 @@ fn compress_whole(
     opts: &Options,
 ) -> Result<Stats> {
     let known = Known::whole(bytes, opts.dtype);
-    let neural = opts.neural_with_pack()?;
+    let neural = opts.neural_with_pack(head_of(bytes, &known))?;
     pipeline::compress(&mut source, &mut output, opts, &neural, known)
+}
+
+/// The start of an input (of which `known` is known) that chooses its text pack: none for a
+/// file with tensors, else its first `TEXT_HEAD` bytes.
+fn head_of<'a>(input: &'a [u8], known: &Known) -> &'a [u8] {
+    let tensors = known
+        .layout
+        .iter()
+        .flatten()
+        .any(|s| matches!(s.kind, choice::detect::Kind::Tensor(_)));
+    match tensors {
+        true => &[],
+        false => &input[..input.len().min(choice::detect::TEXT_HEAD)],
+    }
 }
 
 /// Decompresses a complete archive from `input` onto `output`, verifying every checksum.
@@ -140,7 +158,7 @@ pub fn compress_part(
         input,
         &mut output,
         opts,
-        &opts.neural_with_pack()?,
+        &opts.neural_with_pack(head_of(input, &Known::whole(input, opts.dtype)))?,
         index,
         count,
     )

@@ -272,7 +272,16 @@ pub fn code_block(
             // Never in a file with tensors: the neural codec (~60 KB/s per core) would set its
             // speed (a 1.8 KB header took 6x as long as the 7 MB of weights after it).
             if !tensor_file && worth_neural {
-                let payload = backend.encode(data, neural, progress);
+                // The automatic pack is for text: other blocks start fresh.
+                let unpacked;
+                let model = match neural.text_only && !detect::looks_like_text(data) {
+                    true => {
+                        unpacked = neural.without_pack();
+                        &unpacked
+                    }
+                    false => neural,
+                };
+                let payload = backend.encode(data, model, progress);
                 // A payload holding more than `NEURAL_MAX_RATIO` bytes per byte is refused by
                 // decoders (it would bound nothing); data that redundant goes to zstd.
                 match neural_fits(data.len() as u64, payload.len() as u64) {

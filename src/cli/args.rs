@@ -180,8 +180,9 @@ pub struct Flags {
     #[arg(long, value_name = "TYPE")]
     pub dtype: Option<sep::DType>,
     /// Start the model from this pack (`sep pretrain`); decompressing, the pack an archive
-    /// needs (also found in the directory SEP_PACKS names). `none`: no pack.
-    #[arg(long, value_name = "PATH|none")]
+    /// needs (also found in the directory SEP_PACKS names). `auto` (the default): the
+    /// built-in text pack for text at the default level; `none`: no pack.
+    #[arg(long, value_name = "PATH|auto|none")]
     pub pack: Option<PathBuf>,
     /// Backbone network of the predictor.
     #[arg(long, value_enum, default_value = "pac", hide_possible_values = true)]

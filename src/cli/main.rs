@@ -65,11 +65,12 @@ fn options(flags: &Flags, bar: &Option<ProgressBar>) -> Result<Options, Failure>
         opts.memory = m;
     }
     opts.dtype = flags.dtype;
-    match flags.pack.as_deref() {
-        Some(p) if p == Path::new("none") => {}
-        Some(p) => opts.pack = Some(Arc::new(load_pack(p)?)),
-        None => {}
-    }
+    opts.pack = match flags.pack.as_deref() {
+        Some(p) if p == Path::new("none") => sep::PackChoice::Off,
+        Some(p) if p == Path::new("auto") => sep::PackChoice::Auto,
+        Some(p) => sep::PackChoice::Given(Arc::new(load_pack(p)?)),
+        None => sep::PackChoice::Auto,
+    };
     if let Some(dir) = std::env::var_os("SEP_PACKS") {
         opts.packs = packs_in(Path::new(&dir))?;
     }

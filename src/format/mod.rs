@@ -24,6 +24,17 @@ pub const NEURAL_MAX_RATIO: u64 = 128;
 pub fn neural_fits(raw_len: u64, payload_len: u64) -> bool {
     raw_len / NEURAL_MAX_RATIO <= payload_len
 }
+/// Shortest block, other than an archive's first, that may start from a pack: setting a model
+/// up from a pack takes tens of milliseconds whatever the block's length, which decoding this
+/// many bytes outweighs, so that an archive of many tiny blocks cannot ask for hours.
+pub const PACKED_MIN: u64 = 16 << 10;
+
+/// Whether block `index` (of the whole input), of `raw_len` original bytes, may start from the
+/// archive's pack (`PACKED_MIN`): the rule decoders check and the encoder keeps.
+pub fn pack_allowed(index: u64, raw_len: u64) -> bool {
+    index == 0 || raw_len >= PACKED_MIN
+}
+
 /// Largest model configuration an archive may declare.
 const MAX_CONFIG_LEN: u32 = 4096;
 /// Tag byte that ends the block sequence and starts the trailer.

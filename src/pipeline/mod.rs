@@ -10,7 +10,7 @@ mod range;
 mod source;
 mod workers;
 
-pub use options::{Options, Stats, DEFAULT_BLOCK_SIZE, DEFAULT_MEMORY};
+pub use options::{Options, PackChoice, Stats, DEFAULT_BLOCK_SIZE, DEFAULT_MEMORY};
 
 use crate::choice::code_block;
 use crate::choice::detect::Kind;
@@ -19,7 +19,9 @@ use crate::codecs::{self, Decoder, ProgressFn};
 use crate::engine::ENGINE_VERSION;
 use crate::error::{Error, Result};
 use crate::format::checksum::xxh3_64;
-use crate::format::{BlockRecord, Codec, DataHash, Header, Next, Part, TableEntry, Trailer};
+use crate::format::{
+    pack_allowed, BlockRecord, Codec, DataHash, Header, Next, Part, TableEntry, Trailer,
+};
 use buffers::Buffers;
 use plan::{Plan, ROOM_MAX};
 use source::{read_full, Bytes, Source};
@@ -121,13 +123,21 @@ fn compress_blocks<'a>(
             match index - 1 {
                 i if i >= end => return Ok(None),
                 i if i < first => continue,
-                _ => return Ok(Some(block)),
+                i => return Ok(Some((block, i))),
             }
         },
-        |(data, kind, raw_hash): (Bytes<'a>, Kind, u64)| {
+        |((data, kind, raw_hash), index): ((Bytes<'a>, Kind, u64), u64)| {
             let spare = payloads.empty(0);
+            let unpacked;
+            let model = match pack_allowed(index, data.len() as u64) {
+                true => neural,
+                false => {
+                    unpacked = neural.without_pack();
+                    &unpacked
+                }
+            };
             let (codec, payload) =
-                code_block(&data, kind, tensor_file, &backend, neural, progress, spare);
+                code_block(&data, kind, tensor_file, &backend, model, progress, spare);
             let payload_hash = match codec {
                 Codec::Stored => raw_hash,
                 _ => xxh3_64(&payload),
@@ -170,7 +180,7 @@ fn compress_blocks<'a>(
             payloads.give(coded);
             Ok(())
         },
-        |(data, _, _)| data.len() <= INLINE_MAX,
+        |((data, _, _), _)| data.len() <= INLINE_MAX,
     )?;
     let trailer = Trailer {
         total_len: total,
@@ -229,6 +239,19 @@ fn decode_block(
     data: &mut Vec<u8>,
 ) -> Result<u64> {
     let hashes = (rec.raw_hash, rec.payload_hash);
+    // A block the pack may not start decodes without it: if its payload says it started from
+    // the pack, the neural codec refuses it before setting anything up.
+    let unpacked;
+    let decoder = match pack_allowed(index as u64, rec.raw_len) {
+        true => decoder,
+        false => {
+            unpacked = decoder.neural.without_pack();
+            &Decoder {
+                neural: &unpacked,
+                ..*decoder
+            }
+        }
+    };
     decoder
         .decode(rec.codec, payload, rec.raw_len as usize, hashes, data)
         .map_err(|e| match e {

@@ -1,7 +1,9 @@
 //! The settings of a run and the sizes it reports.
 
+use crate::choice::detect::looks_like_text;
+use crate::choice::neural_predicted;
 use crate::codecs::float::DType;
-use crate::codecs::neural::{Backbone, NeuralConfig, Pack, PackId, DEFAULT_LEVEL, LEVELS};
+use crate::codecs::neural::{pack, Backbone, NeuralConfig, Pack, PackId, DEFAULT_LEVEL, LEVELS};
 use crate::error::{Error, Result};
 use crate::format;
 use std::sync::Arc;
@@ -22,6 +24,24 @@ pub const FAST_BLOCK_SIZE: u64 = 512 << 10;
 /// Default largest block size an archive may have to be decoded (`Options::memory`): 32 times
 /// the default block size, as zstd's default limit is 16 times its default window.
 pub const DEFAULT_MEMORY: u64 = 256 << 20;
+
+/// Shortest input the built-in pack is chosen for: on text of 256 bytes it saves about as
+/// much as its name adds to the header.
+const AUTO_PACK_MIN: usize = 256;
+
+/// Which pack the neural blocks' models start from.
+#[derive(Clone, Debug, Default)]
+pub enum PackChoice {
+    /// The built-in text pack, for the blocks that look like text, where the input's start
+    /// looks like text that the neural codec would code and the level's model is the one the
+    /// pack was trained for (the default level's); otherwise none.
+    #[default]
+    Auto,
+    /// None: every model starts fresh.
+    Off,
+    /// This pack, for every neural block.
+    Given(Arc<Pack>),
+}
 
 /// Settings of a compression or decompression run.
 #[derive(Clone)]
@@ -46,9 +66,9 @@ pub struct Options {
     /// holds up to `threads + 1` blocks at once, and the neural codec's tables grow with a
     /// block's length, so an archive whose header allows larger blocks is refused.
     pub memory: u64,
-    /// The pack every neural block's model starts from (compression only; the archive
+    /// Which pack the neural blocks' models start from (compression only; the archive
     /// records its name and hash).
-    pub pack: Option<Arc<Pack>>,
+    pub pack: PackChoice,
     /// Packs an archive may need (decompression; `pack` counts too).
     pub packs: Vec<Arc<Pack>>,
 }
@@ -64,7 +84,7 @@ impl Default for Options {
             progress: None,
             on_block: None,
             memory: DEFAULT_MEMORY,
-            pack: None,
+            pack: PackChoice::Auto,
             packs: Vec::new(),
         }
     }
@@ -112,25 +132,49 @@ impl Options {
         NeuralConfig::for_level(self.level, self.backbone)
     }
 
-    /// The neural codec's configuration to compress with: `neural`, starting from the pack.
-    pub(crate) fn neural_with_pack(&self) -> Result<NeuralConfig> {
+    /// The neural codec's configuration to compress an input starting with `head` with:
+    /// `neural`, starting from the pack chosen.
+    pub(crate) fn neural_with_pack(&self, head: &[u8]) -> Result<NeuralConfig> {
+        let plain = self.neural();
         match &self.pack {
-            Some(p) => self.neural().attach(p.clone()),
-            None => Ok(self.neural()),
+            PackChoice::Given(p) => plain.attach(p.clone()),
+            PackChoice::Off => Ok(plain),
+            PackChoice::Auto => {
+                // Where the start is not text bound for the neural codec, the archive names no
+                // pack, which its decoder would otherwise need; nor for inputs so short that
+                // the pack's name in the header costs more than the pack saves.
+                if head.len() < AUTO_PACK_MIN || !looks_like_text(head) || !neural_predicted(head) {
+                    return Ok(plain);
+                }
+                let text = pack::builtin()?;
+                match plain.fits(&text) {
+                    true => {
+                        let mut c = plain.attach(text)?;
+                        c.text_only = true;
+                        Ok(c)
+                    }
+                    false => Ok(plain),
+                }
+            }
         }
     }
 
     /// The pack of `id` among those given, if any.
     pub(crate) fn find_pack(&self, id: &PackId) -> Result<Arc<Pack>> {
-        self.pack
-            .iter()
-            .chain(&self.packs)
-            .find(|p| p.id == *id)
-            .cloned()
-            .ok_or_else(|| Error::PackMissing {
+        let given = match &self.pack {
+            PackChoice::Given(p) => Some(p),
+            _ => None,
+        };
+        if let Some(p) = given.into_iter().chain(&self.packs).find(|p| p.id == *id) {
+            return Ok(p.clone());
+        }
+        match pack::builtin() {
+            Ok(p) if p.id == *id => Ok(p),
+            _ => Err(Error::PackMissing {
                 name: id.name.clone(),
                 sha256: id.hex(),
-            })
+            }),
+        }
     }
 }
 

@@ -199,3 +199,53 @@ pub fn decodes_everywhere(dir: &Path, archive: &str, data: &[u8], runs: &[(&str,
         );
     }
 }
+
+/// An archive of blocks (codec, declared original length, payload) whose every checksum but
+/// the blocks' original ones is right (block i claims checksum i), with the header's block
+/// size `block_size` and neural configuration `neural` (default: the default level's).
+pub fn crafted(
+    neural: Option<Vec<u8>>,
+    block_size: u64,
+    blocks: &[(sep::Codec, u64, Vec<u8>)],
+) -> Vec<u8> {
+    use sep::internals::format::{
+        checksum::xxh3_64, BlockRecord, DataHash, Header, TableEntry, Trailer,
+    };
+    let header = Header {
+        version: sep::internals::format::VERSION,
+        flags: 0,
+        engine_version: sep::internals::engine::ENGINE_VERSION,
+        block_size,
+        neural_config: neural
+            .unwrap_or_else(|| sep::internals::codecs::neural::NeuralConfig::default().to_bytes()),
+        part: None,
+    };
+    let mut out = header.to_bytes();
+    let (mut hash, mut table, mut total) = (DataHash::default(), Vec::new(), 0);
+    for (i, (codec, raw_len, payload)) in blocks.iter().enumerate() {
+        let rec = BlockRecord {
+            codec: *codec,
+            raw_len: *raw_len,
+            payload_len: payload.len() as u64,
+            raw_hash: i as u64,
+            payload_hash: xxh3_64(payload),
+        };
+        table.push(TableEntry {
+            offset: out.len() as u64,
+            raw_len: *raw_len,
+            payload_len: payload.len() as u64,
+            codec: *codec,
+        });
+        rec.write(&mut out).unwrap();
+        out.extend_from_slice(payload);
+        hash.block(i as u64);
+        total += raw_len;
+    }
+    let trailer = Trailer {
+        total_len: total,
+        data_hash: hash.digest(),
+        table,
+    };
+    trailer.write(&mut out).unwrap();
+    out
+}

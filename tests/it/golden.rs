@@ -104,9 +104,12 @@ fn golden_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/golden/v{version}"))
 }
 
+/// The golden archives are of the format without a pack: an archive made with the built-in
+/// pack changes whenever the pack is retrained (tests/it/packs.rs covers those).
 fn options(threads: usize) -> Options {
     let mut o = Options::default();
     o.threads = threads;
+    o.pack = sep::PackChoice::Off;
     o
 }
 

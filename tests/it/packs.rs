@@ -4,7 +4,7 @@
 
 use crate::common::*;
 use sep::SimdLevel as Level;
-use sep::{Error, Options, Pack, PackSpec};
+use sep::{Error, Options, Pack, PackChoice, PackSpec};
 use std::fs;
 use std::sync::Arc;
 
@@ -48,9 +48,11 @@ fn a_pack_starts_the_model_and_is_needed_to_decode() {
     assert_ne!(english.id, other.id, "packs are told apart by their hash");
 
     let mut plain = Vec::new();
-    sep::compress_bytes(data, &mut plain, &opts(2, Level::detect())).unwrap();
     let mut o = opts(2, Level::detect());
-    o.pack = Some(english.clone());
+    o.pack = PackChoice::Off;
+    sep::compress_bytes(data, &mut plain, &o).unwrap();
+    let mut o = opts(2, Level::detect());
+    o.pack = PackChoice::Given(english.clone());
     let mut archive = Vec::new();
     sep::compress_bytes(data, &mut archive, &o).unwrap();
     assert!(
@@ -100,7 +102,7 @@ fn bad_packs_are_refused() {
     for level in [1, 9] {
         let mut o = opts(1, Level::detect());
         o.level = level;
-        o.pack = Some(good.clone());
+        o.pack = PackChoice::Given(good.clone());
         let r = sep::compress_bytes(&train, &mut Vec::new(), &o);
         assert!(matches!(r, Err(Error::BadPack(_))), "level {level}: {r:?}");
     }
@@ -169,12 +171,18 @@ fn the_command_line_trains_uses_and_needs_a_pack() {
 #[test]
 fn every_block_continues_the_pack_history() {
     let book = fs::read(corpora().join("text/book2")).unwrap();
-    let train = &book[..64 << 10];
-    // The file is the training data's end, which only a pack's history still holds.
-    let data = &train[(64 - 8) << 10..];
+    let train = &book[..96 << 10];
+    // The file is the training data's end, which only a pack's history still holds, with
+    // every 97th letter's case changed (a copy would be coded past the neural codec's
+    // ratio limit, by zstd).
+    let mut data = train[(96 - 32) << 10..].to_vec();
+    for b in data.iter_mut().step_by(97) {
+        *b ^= 0x20 * b.is_ascii_alphabetic() as u8;
+    }
+    let data = &data[..];
     for level in [sep::DEFAULT_LEVEL, 9] {
         let mut sizes = Vec::new();
-        for history in [0, 16 << 10] {
+        for history in [0, 48 << 10] {
             let mut s = spec("book");
             s.level = level;
             s.history = history;
@@ -183,8 +191,8 @@ fn every_block_continues_the_pack_history() {
             assert_eq!(pack.state.history.len(), history);
             let mut o = opts(2, Level::detect());
             o.level = level;
-            o.block_size = 4 << 10;
-            o.pack = Some(pack.clone());
+            o.block_size = sep::internals::format::PACKED_MIN;
+            o.pack = PackChoice::Given(pack.clone());
             let mut archive = Vec::new();
             sep::compress_bytes(data, &mut archive, &o).unwrap();
             for (threads, kernels) in [(1, Level::Scalar), (3, Level::detect())] {
@@ -203,4 +211,133 @@ fn every_block_continues_the_pack_history() {
             "level {level}: the history did not carry into the blocks: {sizes:?}"
         );
     }
+}
+
+#[test]
+fn text_takes_the_builtin_pack_and_other_data_none() {
+    let text = fs::read(corpora().join("text/paper4")).unwrap();
+    let binary = fs::read(corpora().join("binary/sum")).unwrap();
+    let builtin = sep::internals::codecs::neural::pack::builtin().unwrap();
+    let compress = |data: &[u8], pack: PackChoice| {
+        let mut o = opts(2, Level::detect());
+        o.pack = pack;
+        let mut archive = Vec::new();
+        sep::compress_bytes(data, &mut archive, &o).unwrap();
+        archive
+    };
+    let auto = compress(&text, PackChoice::Auto);
+    let off = compress(&text, PackChoice::Off);
+    assert!(
+        auto.len() * 100 < off.len() * 90,
+        "the built-in pack did not help text: {} vs {}",
+        auto.len(),
+        off.len()
+    );
+    let info = sep::inspect(std::io::Cursor::new(&auto)).unwrap();
+    assert_eq!(info.pack, Some(("text".into(), builtin.id.hex())));
+    // Binary data names no pack and codes as without one.
+    let auto_bin = compress(&binary, PackChoice::Auto);
+    assert!(auto_bin == compress(&binary, PackChoice::Off));
+    // Text, then a binary block: the archive names the pack, the binary block starts fresh.
+    let long = fs::read(corpora().join("text/paper2")).unwrap();
+    let mixed = [&long[..2 * binary.len()], &binary[..]].concat();
+    let mut o = opts(2, Level::detect());
+    o.block_size = binary.len() as u64;
+    let mut archive = Vec::new();
+    sep::compress_bytes(&mixed, &mut archive, &o).unwrap();
+    let info = sep::inspect(std::io::Cursor::new(&archive)).unwrap();
+    assert!(info.pack.is_some());
+    let bin_block = info.blocks.last().unwrap();
+    let off_bin = sep::inspect(std::io::Cursor::new(&auto_bin)).unwrap();
+    assert_eq!(bin_block.payload_bytes, off_bin.blocks[0].payload_bytes);
+    // Every build has the pack: decoded without being given one, at any thread count and
+    // kernel level.
+    for (threads, kernels) in [(1, Level::Scalar), (3, Level::detect())] {
+        for (a, data) in [(&auto, &text), (&archive, &mixed)] {
+            let mut out = Vec::new();
+            sep::decompress_to_vec(a, &mut out, &opts(threads, kernels)).unwrap();
+            assert!(out == *data, "{threads} threads, {kernels:?}");
+        }
+    }
+    sep::set_simd_level(Level::detect());
+    // A block that says it starts from a pack, in an archive that names none: refused.
+    let payload = sep::internals::codecs::neural::encode(
+        &text,
+        sep::internals::codecs::neural::Params::default(),
+        Some(&builtin),
+        Default::default(),
+        &|_| {},
+    )
+    .0;
+    let r = sep::internals::codecs::neural::decode(
+        &payload,
+        text.len(),
+        sep::internals::codecs::neural::Params::default(),
+        None,
+        Default::default(),
+        &|_| {},
+        &mut Vec::new(),
+    )
+    .0;
+    assert!(matches!(r, Err(Error::Corrupt(_))), "{r:?}");
+}
+
+#[test]
+fn only_the_first_block_may_be_short_and_packed() {
+    use sep::internals::codecs::neural::{self, NeuralConfig, Params};
+    use sep::internals::format::PACKED_MIN;
+    let builtin = neural::pack::builtin().unwrap();
+    let text = fs::read(corpora().join("text/paper2")).unwrap();
+    let short = &text[..4096];
+    let payload = neural::encode(
+        short,
+        Params::default(),
+        Some(&builtin),
+        Default::default(),
+        &|_| {},
+    )
+    .0;
+    let config = NeuralConfig::default()
+        .attach(builtin.clone())
+        .unwrap()
+        .to_bytes();
+    let block = (sep::Codec::Neural, short.len() as u64, payload);
+    let archive = crafted(Some(config), 1 << 20, &[block.clone(), block]);
+    // Each block alone: the first decodes (to the bytes `crafted` gives a wrong checksum),
+    // the second, short and packed, is refused before its model is set up.
+    let range = |r: std::ops::Range<u64>| {
+        let mut out = Vec::new();
+        sep::decompress_range(
+            std::io::Cursor::new(&archive),
+            &mut out,
+            &Options::default(),
+            r,
+        )
+    };
+    let first = range(0..10);
+    assert!(matches!(first, Err(Error::Checksum(_))), "{first:?}");
+    match range(4096..4106) {
+        Err(Error::Corrupt(m)) => assert!(m.contains("pack it may not use"), "{m}"),
+        r => panic!("a short packed second block was decoded: {r:?}"),
+    }
+    // The encoder keeps the rule: short blocks after the first start fresh.
+    let mut o = opts(1, Level::detect());
+    o.block_size = PACKED_MIN / 2;
+    let data = &text[..PACKED_MIN as usize];
+    let mut packed = Vec::new();
+    sep::compress_bytes(data, &mut packed, &o).unwrap();
+    o.pack = PackChoice::Off;
+    let mut fresh = Vec::new();
+    sep::compress_bytes(data, &mut fresh, &o).unwrap();
+    let (p, f) = (
+        sep::inspect(std::io::Cursor::new(&packed)).unwrap(),
+        sep::inspect(std::io::Cursor::new(&fresh)).unwrap(),
+    );
+    assert!(p.pack.is_some());
+    assert!(p.blocks[0].payload_bytes < f.blocks[0].payload_bytes);
+    assert_eq!(p.blocks[1].payload_bytes, f.blocks[1].payload_bytes);
+    let mut out = Vec::new();
+    sep::decompress_to_vec(&packed, &mut out, &opts(2, Level::Scalar)).unwrap();
+    sep::set_simd_level(Level::detect());
+    assert!(out == data);
 }

@@ -177,6 +177,19 @@ impl Apm {
         self.t.copy_from_slice(t);
     }
 
+    /// Takes a table saved by `table` from a map with 2^k times fewer contexts, indexed by a
+    /// hash's top bits times `group` (which the caller has checked): each of its groups of
+    /// contexts fills the 2^k groups whose hashes extend its own.
+    pub fn load_spread(&mut self, t: &[u16], group: usize) {
+        let g = group * 33;
+        let copies = self.t.len() / t.len().max(1);
+        for (dst, src) in self.t.chunks_exact_mut(g * copies).zip(t.chunks_exact(g)) {
+            for d in dst.chunks_exact_mut(g) {
+                d.copy_from_slice(src);
+            }
+        }
+    }
+
     /// Refined probability (16 bits) of stretched input `st` in context `cx`.
     #[inline]
     pub fn refine(&mut self, st: f32, cx: usize) -> u32 {

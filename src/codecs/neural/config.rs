@@ -34,8 +34,12 @@ pub struct NeuralConfig {
     pub level: u8,
     /// Lanes, mixer, network and context parameters.
     pub params: Params,
-    /// The pack every block's model starts from, if any (`attach`).
+    /// The pack the blocks' models start from, if any (`attach`).
     pub pack: Option<Arc<Pack>>,
+    /// Whether the pack starts only the blocks that look like text (the automatic choice)
+    /// rather than every block. Not recorded: each block's payload says whether it started
+    /// from the pack.
+    pub text_only: bool,
 }
 
 impl PartialEq for NeuralConfig {
@@ -108,6 +112,21 @@ impl NeuralConfig {
             level,
             params,
             pack: None,
+            text_only: false,
+        }
+    }
+
+    /// Whether `pack` was trained for this configuration's model (level, contexts, network).
+    pub fn fits(&self, pack: &Pack) -> bool {
+        !self.params.fast && pack.config == self.without_pack().to_bytes()
+    }
+
+    /// This configuration without its pack: every block's model starts fresh.
+    pub fn without_pack(&self) -> Self {
+        NeuralConfig {
+            pack: None,
+            text_only: false,
+            ..self.clone()
         }
     }
 
@@ -238,6 +257,7 @@ impl NeuralConfig {
             level,
             params: c,
             pack: None,
+            text_only: false,
         };
         Ok((config, pack))
     }

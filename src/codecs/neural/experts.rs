@@ -348,6 +348,19 @@ impl MatchTable {
         }
     }
 
+    /// Records every position in `from..to` of `hist` (positions whose `MATCH_MIN` bytes
+    /// before them all lie in `hist[..to]`) as `update` would, without following any match.
+    pub fn insert(&mut self, hist: &[u8], from: usize, to: usize) {
+        for next in from.max(MATCH_MIN)..to {
+            let mut h = K1;
+            for i in 1..=MATCH_MIN {
+                h = mix(h, hist[next - i] as u64);
+            }
+            let idx = (h.wrapping_mul(K2) >> (64 - self.bits)) as usize;
+            self.table[idx] = next as u32;
+        }
+    }
+
     /// The byte the lane's match predicts, if its source position is known.
     pub fn predicted(hist: &[u8], ls: &LaneState, known: impl Fn(usize) -> bool) -> Option<u8> {
         (ls.ptr < hist.len() && known(ls.ptr)).then(|| hist[ls.ptr])

@@ -4,8 +4,9 @@
 //! predictor on the worker (the producer) while a second thread range-codes its predictions;
 //! decoding codes inline, since each prediction needs the bit before it.
 //!
-//! Payload: transforms (`u8`: bit 0, the x86 call transform), lane count (`u16`), each lane's
-//! coded length (`u32`), then the lanes' range-coded streams (FORMAT.md, codec 1).
+//! Payload: transforms (`u8`: bit 0, the x86 call transform; bit 1, the model starts from the
+//! archive's pack), lane count (`u16`), each lane's coded length (`u32`), then the lanes'
+//! range-coded streams (FORMAT.md, codec 1).
 
 mod backend;
 mod cm;
@@ -36,6 +37,10 @@ const PROGRESS_EVERY: usize = 1 << 16;
 const BATCH: usize = 4096;
 /// Messages in flight between producer and consumer.
 const QUEUE: usize = 4;
+/// Transforms byte: the x86 call transform.
+const X86: u8 = 1;
+/// Transforms byte: the model starts from the archive's pack.
+const PACKED: u8 = 2;
 
 /// Reports coded bytes to a progress callback, `PROGRESS_EVERY` or more at a time.
 struct Reporter<'a> {
@@ -107,7 +112,8 @@ pub fn encode(
     };
     let mut out =
         Vec::with_capacity(3 + 4 * streams.len() + streams.iter().map(Vec::len).sum::<usize>());
-    out.push(x86 as u8);
+    let packed = pack.is_some() && !cfg.fast;
+    out.push(if x86 { X86 } else { 0 } | if packed { PACKED } else { 0 });
     out.extend_from_slice(&(streams.len() as u16).to_le_bytes());
     for s in &streams {
         out.extend_from_slice(&(s.len() as u32).to_le_bytes());
@@ -286,7 +292,8 @@ fn run(
 }
 
 /// Decodes a payload of `raw_len` bytes with the predictor built in `ws` (starting from
-/// `pack`'s state where given), appending them to `out`; returns the workspace.
+/// `pack`'s state where the payload says so: `pack` is the archive's), appending them to
+/// `out`; returns the workspace.
 pub fn decode(
     payload: &[u8],
     raw_len: usize,
@@ -296,25 +303,45 @@ pub fn decode(
     progress: ProgressFn,
     out: &mut Vec<u8>,
 ) -> (Result<()>, Workspace) {
-    match cfg.fast {
+    let corrupt = |what: &str| Err(Error::Corrupt(format!("neural block: {what}")));
+    let Some((&t, rest)) = payload.split_first() else {
+        return (corrupt("empty payload"), ws);
+    };
+    if t & !(X86 | PACKED) != 0 {
+        return (corrupt("unknown transforms"), ws);
+    }
+    let pack = match (t & PACKED != 0, pack) {
+        (false, _) => None,
+        (true, Some(p)) if !cfg.fast => Some(p),
+        (true, _) => return (corrupt("starts from a pack it may not use"), ws),
+    };
+    let (done, ws) = match cfg.fast {
         true => decode_in(
             FastPredictor::new_in(cfg, raw_len, ws),
-            payload,
+            rest,
             raw_len,
             progress,
             out,
         ),
         false => decode_in(
             Predictor::new_in(cfg, raw_len, ws, pack),
-            payload,
+            rest,
             raw_len,
             progress,
             out,
         ),
-    }
+    };
+    let done = done.map(|()| {
+        if t & X86 != 0 {
+            let start = out.len() - raw_len;
+            super::x86::decode(&mut out[start..]);
+        }
+    });
+    (done, ws)
 }
 
-/// Decodes with `model` (see `decode`).
+/// Decodes the lanes of `payload` (after its transforms byte) with `model` onto `out`,
+/// which is left as it was on an error.
 fn decode_in(
     mut model: impl Model,
     payload: &[u8],
@@ -324,15 +351,7 @@ fn decode_in(
 ) -> (Result<()>, Workspace) {
     let start = out.len();
     out.resize(start + raw_len, 0);
-    let done = match payload.split_first() {
-        Some((&t, rest)) if t <= 1 => decode_with(&mut model, rest, &mut out[start..], progress)
-            .map(|()| {
-                if t == 1 {
-                    super::x86::decode(&mut out[start..]);
-                }
-            }),
-        _ => Err(Error::Corrupt("neural block: unknown transforms".into())),
-    };
+    let done = decode_with(&mut model, payload, &mut out[start..], progress);
     if done.is_err() {
         out.truncate(start);
     }

@@ -18,6 +18,30 @@ use crate::error::{Error, Result};
 use safetensors::{Dtype, SafeTensors};
 use sha2::{Digest, Sha256};
 use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+/// The built-in pack for text (`pretrained/build.sh` makes it), which the default level's
+/// blocks that look like text start from unless told otherwise.
+static TEXT: &[u8] = include_bytes!("../../../pretrained/text.pack");
+/// Its SHA-256 in hex, written beside it so that loading it does not hash 24 MB (a test
+/// checks it).
+static TEXT_SHA256: &str = include_str!("../../../pretrained/text.pack.sha256");
+
+/// The built-in text pack, parsed on first use.
+pub fn builtin() -> Result<Arc<Pack>> {
+    static PARSED: OnceLock<std::result::Result<Arc<Pack>, String>> = OnceLock::new();
+    PARSED
+        .get_or_init(|| {
+            let sha = unhex(TEXT_SHA256.trim())
+                .and_then(|h| <[u8; 32]>::try_from(h).ok())
+                .ok_or("its recorded hash is not 64 hex digits")?;
+            Pack::parse(TEXT, sha)
+                .map(Arc::new)
+                .map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(|e| Error::BadPack(format!("the built-in text pack: {e}")))
+}
 
 /// What identifies a pack in an archive: its name and the SHA-256 of its file.
 #[derive(Clone, PartialEq, Eq)]
@@ -254,6 +278,11 @@ impl Pack {
     /// Parses a pack file. Shapes are checked against the configuration when a block starts
     /// from the pack (`Predictor::new_in`), not here.
     pub fn from_file(bytes: &[u8]) -> Result<Pack> {
+        Self::parse(bytes, Sha256::digest(bytes).into())
+    }
+
+    /// `from_file` of a file whose SHA-256 is `sha256`.
+    fn parse(bytes: &[u8], sha256: [u8; 32]) -> Result<Pack> {
         let bad = |what: String| Error::BadPack(what);
         let st = SafeTensors::deserialize(bytes).map_err(|e| bad(format!("not a pack: {e}")))?;
         let (_, header) =
@@ -329,15 +358,28 @@ impl Pack {
             )));
         }
         Ok(Pack {
-            id: PackId {
-                name,
-                sha256: Sha256::digest(bytes).into(),
-            },
+            id: PackId { name, sha256 },
             kind: get("type")?,
             description: get("description").unwrap_or_default(),
             config,
             geometry,
             state,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_builtin_pack_has_its_recorded_hash() {
+        let p = builtin().unwrap();
+        let sha: [u8; 32] = Sha256::digest(TEXT).into();
+        assert_eq!(
+            p.id.sha256, sha,
+            "pretrained/text.pack.sha256 is not the pack's hash"
+        );
+        assert_eq!(p.id.name, "text");
     }
 }

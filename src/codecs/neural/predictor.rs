@@ -22,6 +22,8 @@ const N_EXTRA: usize = 7;
 const MAX_IN: usize = MAX_HASHED + N_EXTRA;
 /// Learning rate of the chain's weights.
 const CHAIN_LR: f32 = 0.02;
+/// Bytes at the end of a pack's history that lane 0 reads as if coding them (`prime`).
+const PRIME_TAIL: usize = 64 << 10;
 /// Counter limit of the dense low orders.
 const LIMIT_DENSE: u32 = 1023;
 
@@ -212,9 +214,12 @@ impl Predictor {
         self.hist.splice(0..0, history.iter().copied());
         let table = std::mem::replace(&mut self.matches, MatchTable::new_in(0, Vec::new()));
         self.matches = MatchTable::new_in(self.hist.len(), table.into_buffer());
-        // Lane 0 reads the history as it would have coded it: its words, lines, record length
-        // and match state carry on into the block.
-        for q in 0..prefix {
+        // The history's positions go into the match table; lane 0 reads its end as it would
+        // have coded it, so that its words, lines, record length and match carry on into the
+        // block.
+        let tail = prefix.saturating_sub(PRIME_TAIL);
+        self.matches.insert(&self.hist, 0, tail + 1);
+        for q in tail..prefix {
             self.matches
                 .update(&self.hist, 0, q, &mut self.states[0], |k| k < prefix);
         }
@@ -280,11 +285,13 @@ impl Predictor {
         }) {
             return bad("mixer weights");
         }
-        if self
-            .apms()
-            .iter()
-            .zip(&s.apms)
-            .any(|(a, t)| a.table().len() != t.len())
+        // The order-2 map may have 2^k times the pack's contexts (`fresh`), the others its own.
+        let spread = self.apm_c.table().len() / s.apms[2].len().max(1);
+        if self.apm_a.table().len() != s.apms[0].len()
+            || self.apm_b.table().len() != s.apms[1].len()
+            || s.apms[2].len() * spread != self.apm_c.table().len()
+            || !spread.is_power_of_two()
+            || !s.apms[2].len().is_multiple_of(256 * 33)
         {
             return bad("probability maps");
         }
@@ -313,9 +320,9 @@ impl Predictor {
         for (m, (w, uses)) in self.mixers().into_iter().zip(&s.mixers) {
             m.load(w, uses);
         }
-        for (a, t) in self.apms().into_iter().zip(&s.apms) {
-            a.load(t);
-        }
+        self.apm_a.load(&s.apms[0]);
+        self.apm_b.load(&s.apms[1]);
+        self.apm_c.load_spread(&s.apms[2], 256);
         Ok(())
     }
 
@@ -377,9 +384,12 @@ impl Predictor {
             pos_mod: 0,
         };
         // The order-2 map grows with the block: 2^2 to 2^10 hashed contexts of 256 each.
+        // With a pack, at least the pack's (whose map is spread over it, `load`).
+        let own = (len.max(1).ilog2()).saturating_sub(10).clamp(2, 10);
         let order2_bits = match geometry {
-            Some((g, _)) => g.order2_bits.clamp(2, 10),
-            None => (len.max(1).ilog2()).saturating_sub(10).clamp(2, 10),
+            Some((g, true)) => g.order2_bits.clamp(2, 10),
+            Some((g, false)) => own.max(g.order2_bits).clamp(2, 10),
+            None => own,
         };
         let lr = cfg.mix_lr as f32 * 1e-4;
         let lr0 = cfg.mix_lr_start as f32 * 1e-4;
@@ -450,6 +460,7 @@ impl Predictor {
             lb.h2 = ((lb.b1 | b2 << 8).wrapping_mul(0x9E37_79B1) >> (32 - self.order2_bits)) << 8;
             lb.match_byte = MatchTable::predicted(&self.hist, ls, |q| lanes.known(q, step));
             lb.match_ok = lb.match_byte.is_some();
+
             lb.match_bucket = if lb.match_ok { ls.bucket() } else { 0 };
             lb.pos_mod = ((pos - start) & 3) as u32;
             self.net_match[l] = (lb.match_byte, lb.match_bucket);
