@@ -6,7 +6,9 @@
 //! `SEP_BENCH_THREADS=N` runs sep with N threads (default: every core); `SEP_BENCH_REPS=N` times
 //! every command (sep's and the other tools') N times and keeps the fastest, for noisy machines
 //! (default 1). `SEP_BENCH_LEVELS="1 9"` also runs sep at those levels and adds a levels table
-//! (totals over the files, next to the anchors' totals). Prints markdown tables;
+//! (totals over the files, next to the anchors' totals). The pack column is sep with
+//! `--pack none` (its default is the automatic pack); `SEP_BENCH_PACK=0` leaves it out. Prints
+//! markdown tables;
 //! `SEP_BENCH_OUT=path` also writes them to a file.
 
 use std::fs::{self, File};
@@ -233,7 +235,11 @@ fn main() {
         .ok()
         .and_then(|t| t.parse().ok())
         .unwrap_or(1);
+    let pack_column = std::env::var("SEP_BENCH_PACK").map_or(true, |v| v != "0");
     let mut table = String::from("| file | size | sep |");
+    if pack_column {
+        table.push_str(" sep --pack none |");
+    }
     for a in &anchors {
         table.push_str(&format!(" {} |", a.name));
     }
@@ -242,9 +248,10 @@ fn main() {
         table.push_str(&format!(" {} comp / dec KB/s |", a.name));
     }
     table.push_str(" sep peak MB |\n|---|");
-    table.push_str(&"---:|".repeat(4 + 2 * anchors.len()));
+    table.push_str(&"---:|".repeat(5 + 2 * anchors.len() + pack_column as usize));
     table.push('\n');
     let mut totals = vec![0u64; 2 + anchors.len()];
+    let mut unpacked_total = 0u64;
     // Per extra level, and per anchor: total archive bytes, compress and decompress seconds,
     // peak KiB.
     let levels: Vec<u8> = std::env::var("SEP_BENCH_LEVELS")
@@ -282,6 +289,7 @@ fn main() {
             (comp, dec, fs::metadata(&archive).expect("archive").len())
         };
         let (comp, dec, sep_size) = sep_run(&[]);
+        let unpacked = pack_column.then(|| sep_run(&["--pack", "none"]).2);
         let runs: Vec<Option<Run>> = anchors
             .iter()
             .map(|a| {
@@ -319,6 +327,10 @@ fn main() {
         totals[0] += size;
         totals[1] += sep_size;
         let mut row = format!("| {name} | {size} | {:.3} |", ratio(sep_size));
+        if let Some(u) = unpacked {
+            unpacked_total += u;
+            row.push_str(&format!(" {:.3} |", ratio(u)));
+        }
         for (i, r) in runs.iter().enumerate() {
             totals[2 + i] += r.as_ref().map_or(0, |r| r.bytes);
             row.push_str(&match r {
@@ -341,7 +353,12 @@ fn main() {
         table.push_str(&row);
     }
     table.push_str(&format!("| **total** | {} |", totals[0]));
-    for t in &totals[1..] {
+    let (first, rest) = totals[1..].split_at(1);
+    let shown: Vec<u64> = match pack_column {
+        true => [first, &[unpacked_total], rest].concat(),
+        false => totals[1..].to_vec(),
+    };
+    for t in &shown {
         table.push_str(&format!(" {:.3} |", totals[0] as f64 / (*t).max(1) as f64));
     }
     table.push_str(&" |".repeat(3 + anchors.len()));
