@@ -94,6 +94,9 @@ pub enum Cmd {
         /// Overwrite PACK if it exists.
         #[arg(short, long)]
         force: bool,
+        /// No progress bar and no summary line.
+        #[arg(short, long)]
+        quiet: bool,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {

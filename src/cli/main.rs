@@ -119,6 +119,7 @@ fn run_pretrain(
     output: PathBuf,
     spec: sep::PackSpec,
     force: bool,
+    quiet: bool,
 ) -> Result<(), Failure> {
     let mut paths = Vec::new();
     for p in inputs {
@@ -145,7 +146,10 @@ fn run_pretrain(
     if data.is_empty() {
         return Err(Failure("no training data".into()));
     }
-    let bar = report::progress_bar(Some(data.len() as u64), io::stderr().is_terminal());
+    let bar = report::progress_bar(
+        Some(data.len() as u64),
+        !quiet && io::stderr().is_terminal(),
+    );
     let progress = |n: u64| {
         if let Some(b) = &bar {
             b.inc(n)
@@ -162,13 +166,15 @@ fn run_pretrain(
         .map_err(|e| Failure(format!("{}: {}", output.display(), files::io_message(&e))))?;
     drop(w);
     out.commit(None)?;
-    eprintln!(
-        "sep: pack {} ({} bytes) from {} bytes of {} files",
-        output.display(),
-        pack.len(),
-        data.len(),
-        paths.len()
-    );
+    if !quiet {
+        eprintln!(
+            "sep: pack {} ({} bytes) from {} bytes of {} files",
+            output.display(),
+            pack.len(),
+            data.len(),
+            paths.len()
+        );
+    }
     Ok(())
 }
 
@@ -574,6 +580,7 @@ fn main() -> ExitCode {
             table_log,
             history,
             force,
+            quiet,
         }) => {
             let name = name.unwrap_or_else(|| {
                 output
@@ -588,7 +595,7 @@ fn main() -> ExitCode {
                 slots_log: table_log,
                 history: usize::try_from(history).unwrap_or(usize::MAX),
             };
-            return match run_pretrain(&inputs, output, spec, force) {
+            return match run_pretrain(&inputs, output, spec, force, quiet) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(Failure(m)) => {
                     eprintln!("sep: error: {m}");

@@ -128,10 +128,20 @@ fn the_command_line_trains_uses_and_needs_a_pack() {
     fs::write(d.join("train/b.txt"), word_text(2, 30_000)).unwrap();
     let data = word_text(3, 20_000);
     fs::write(d.join("f.txt"), &data).unwrap();
-    ok(&sep(
+    let r = sep(
         d,
-        &["pretrain", "--table-log", "14", "-o", "w.pack", "train"],
-    ));
+        &[
+            "pretrain",
+            "-q",
+            "--table-log",
+            "14",
+            "-o",
+            "w.pack",
+            "train",
+        ],
+    );
+    ok(&r);
+    assert!(r.stderr.is_empty(), "pretrain -q said: {}", r.stderr);
     fails_cleanly(
         &sep(d, &["pretrain", "-o", "w.pack", "train"]),
         "already exists",
@@ -211,6 +221,26 @@ fn every_block_continues_the_pack_history() {
             "level {level}: the history did not carry into the blocks: {sizes:?}"
         );
     }
+    // The history itself, predicted past the neural codec's 128:1 limit, stays neural
+    // (padded to the limit), not zstd's.
+    let mut s = spec("book");
+    s.history = 48 << 10;
+    let pack = Arc::new(Pack::from_file(&sep::pretrain(train, &s, &|_| {}).unwrap()).unwrap());
+    let data = &train[(96 - 32) << 10..];
+    let mut o = opts(1, Level::detect());
+    o.pack = PackChoice::Given(pack.clone());
+    let mut archive = Vec::new();
+    sep::compress_bytes(data, &mut archive, &o).unwrap();
+    let info = sep::inspect(std::io::Cursor::new(&archive)).unwrap();
+    assert_eq!(info.blocks[0].codec, sep::Codec::Neural);
+    assert!(
+        info.blocks[0].payload_bytes < data.len() as u64 / 100,
+        "{info:?}"
+    );
+    let mut out = Vec::new();
+    o.packs = vec![pack];
+    sep::decompress_to_vec(&archive, &mut out, &o).unwrap();
+    assert!(out == data);
 }
 
 #[test]

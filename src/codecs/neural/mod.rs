@@ -110,6 +110,15 @@ pub fn encode(
             (streams, model.into_workspace())
         }
     };
+    let mut streams = streams;
+    // A payload holds at least 1/`NEURAL_MAX_RATIO` of its block (which bounds the work an
+    // archive may ask): a block predicted better than that (text a pack has seen) gets zero
+    // words after its last lane's stream, which the range decoder reads as the stream's end.
+    let size = 3 + 4 * streams.len() + streams.iter().map(Vec::len).sum::<usize>();
+    let least = (data.len() as u64 / crate::format::NEURAL_MAX_RATIO) as usize;
+    if let Some(last) = streams.last_mut().filter(|_| size < least) {
+        last.resize(last.len() + (least - size).next_multiple_of(4), 0);
+    }
     let mut out =
         Vec::with_capacity(3 + 4 * streams.len() + streams.iter().map(Vec::len).sum::<usize>());
     let packed = pack.is_some() && !cfg.fast;
