@@ -283,7 +283,8 @@ pub fn code_block(
                 };
                 let payload = backend.encode(data, model, progress);
                 // A payload holding more than `NEURAL_MAX_RATIO` bytes per byte is refused by
-                // decoders (it would bound nothing); data that redundant goes to zstd.
+                // decoders (it would bound nothing); the codec pads to the limit, and should a
+                // payload still break it, zstd takes the block.
                 match neural_fits(data.len() as u64, payload.len() as u64) {
                     true => best.consider(Codec::Neural, payload),
                     false => {
