@@ -1,5 +1,5 @@
-//! Build script. The default build embeds nothing and needs no CUDA toolkit; kernel sources and
-//! pre-trained packs will be embedded from kernels/ and pretrained/ once they exist.
+//! Build script. The default build needs no CUDA toolkit; the built-in packs of pretrained/ are
+//! embedded by `include_bytes!` (src/codecs/neural/pack.rs), which rebuilds when they change.
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
