@@ -67,7 +67,7 @@ fn compress_stream(
 ) -> Result<Stats> {
     let mut known = Known { len, layout: None };
     if opts.dtype.is_some() {
-        let neural = opts.neural_with_pack(&[])?;
+        let neural = opts.neural_for(&[], &known)?;
         return pipeline::compress(&mut Streamed(input), &mut output, opts, &neural, known);
     }
     let (mut head, layout) = choice::detect::sniff_stream(&mut input)?;
@@ -75,7 +75,7 @@ fn compress_stream(
     // The start the text pack is chosen by, as `compress_whole` sees it.
     let more = choice::detect::TEXT_HEAD.saturating_sub(head.len());
     input.by_ref().take(more as u64).read_to_end(&mut head)?;
-    let neural = opts.neural_with_pack(head_of(&head, &known))?;
+    let neural = opts.neural_for(&head, &known)?;
     let mut input = Streamed(head.as_slice().chain(input));
     pipeline::compress(&mut input, &mut output, opts, &neural, known)
 }
@@ -100,22 +100,8 @@ fn compress_whole(
     opts: &Options,
 ) -> Result<Stats> {
     let known = Known::whole(bytes, opts.dtype);
-    let neural = opts.neural_with_pack(head_of(bytes, &known))?;
+    let neural = opts.neural_for(bytes, &known)?;
     pipeline::compress(&mut source, &mut output, opts, &neural, known)
-}
-
-/// The start of an input (of which `known` is known) that chooses its text pack: none for a
-/// file with tensors, else its first `TEXT_HEAD` bytes.
-fn head_of<'a>(input: &'a [u8], known: &Known) -> &'a [u8] {
-    let tensors = known
-        .layout
-        .iter()
-        .flatten()
-        .any(|s| matches!(s.kind, choice::detect::Kind::Tensor(_)));
-    match tensors {
-        true => &[],
-        false => &input[..input.len().min(choice::detect::TEXT_HEAD)],
-    }
 }
 
 /// Decompresses a complete archive from `input` onto `output`, verifying every checksum.
@@ -154,14 +140,7 @@ pub fn compress_part(
     index: u32,
     count: u32,
 ) -> Result<Stats> {
-    pipeline::compress_part(
-        input,
-        &mut output,
-        opts,
-        &opts.neural_with_pack(head_of(input, &Known::whole(input, opts.dtype)))?,
-        index,
-        count,
-    )
+    pipeline::compress_part(input, &mut output, opts, index, count)
 }
 
 /// Joins the parts `compress_part` wrote, given in order, into the archive of the whole input,

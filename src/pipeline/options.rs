@@ -1,6 +1,7 @@
 //! The settings of a run and the sizes it reports.
 
-use crate::choice::detect::looks_like_text;
+use super::plan::Known;
+use crate::choice::detect::{looks_like_text, TEXT_HEAD};
 use crate::choice::neural_predicted;
 use crate::codecs::float::DType;
 use crate::codecs::neural::{pack, Backbone, NeuralConfig, Pack, PackId, DEFAULT_LEVEL, LEVELS};
@@ -132,9 +133,14 @@ impl Options {
         NeuralConfig::for_level(self.level, self.backbone)
     }
 
-    /// The neural codec's configuration to compress an input starting with `head` with:
-    /// `neural`, starting from the pack chosen.
-    pub(crate) fn neural_with_pack(&self, head: &[u8]) -> Result<NeuralConfig> {
+    /// The neural codec's configuration to compress `input` (its start, or all of it), of
+    /// which `known` is known, with: `neural`, starting from the pack chosen. The automatic
+    /// choice looks at the first `TEXT_HEAD` bytes, and at none of a file with tensors.
+    pub(crate) fn neural_for(&self, input: &[u8], known: &Known) -> Result<NeuralConfig> {
+        let head = match known.tensors() {
+            true => &[],
+            false => &input[..input.len().min(TEXT_HEAD)],
+        };
         let plain = self.neural();
         match &self.pack {
             PackChoice::Given(p) => plain.attach(p.clone()),

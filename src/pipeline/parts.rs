@@ -7,7 +7,6 @@ use super::buffers::Buffers;
 use super::plan::{Known, Plan};
 use super::source::InMemory;
 use super::{compress_blocks, Options, Stats};
-use crate::codecs::neural::NeuralConfig;
 use crate::error::{Error, Result};
 use crate::format::{BlockRecord, DataHash, Header, Next, Part, TableEntry, Trailer};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -18,10 +17,11 @@ pub(crate) fn compress_part(
     data: &[u8],
     output: &mut impl Write,
     opts: &Options,
-    neural: &NeuralConfig,
     index: u32,
     count: u32,
 ) -> Result<Stats> {
+    let known = Known::whole(data, opts.dtype);
+    let neural = &opts.neural_for(data, &known)?;
     opts.validate()?;
     if index >= count {
         return Err(Error::InvalidOption(format!(
@@ -30,7 +30,6 @@ pub(crate) fn compress_part(
         )));
     }
     // The whole input's blocks, as `compress` cuts them: their lengths and checksums.
-    let known = Known::whole(data, opts.dtype);
     let mut plan = Plan::new(opts, known.clone());
     let (mut source, buffers) = (InMemory::new(data), Buffers::new());
     let mut blocks = Vec::new();

@@ -62,6 +62,14 @@ pub struct Known {
 }
 
 impl Known {
+    /// Whether the input is known to hold tensors.
+    pub fn tensors(&self) -> bool {
+        self.layout
+            .iter()
+            .flatten()
+            .any(|s| matches!(s.kind, Kind::Tensor(_)))
+    }
+
     /// What is known of `input`, whole in memory, holding `dtype` values if given.
     pub fn whole(input: &[u8], dtype: Option<DType>) -> Self {
         Known {

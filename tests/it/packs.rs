@@ -34,6 +34,14 @@ fn opts(threads: usize, kernels: Level) -> Options {
     o
 }
 
+/// The archive of `data` compressed with `o` and `pack`.
+fn archive(data: &[u8], mut o: Options, pack: PackChoice) -> Vec<u8> {
+    o.pack = pack;
+    let mut out = Vec::new();
+    sep::compress_bytes(data, &mut out, &o).unwrap();
+    out
+}
+
 #[test]
 fn a_pack_starts_the_model_and_is_needed_to_decode() {
     // Trained on one book, used on another.
@@ -47,21 +55,19 @@ fn a_pack_starts_the_model_and_is_needed_to_decode() {
     let (_, other) = pack(&train[200 << 10..260 << 10], "english");
     assert_ne!(english.id, other.id, "packs are told apart by their hash");
 
-    let mut plain = Vec::new();
-    let mut o = opts(2, Level::detect());
-    o.pack = PackChoice::Off;
-    sep::compress_bytes(data, &mut plain, &o).unwrap();
-    let mut o = opts(2, Level::detect());
-    o.pack = PackChoice::Given(english.clone());
-    let mut archive = Vec::new();
-    sep::compress_bytes(data, &mut archive, &o).unwrap();
+    let plain = archive(data, opts(2, Level::detect()), PackChoice::Off);
+    let packed = archive(
+        data,
+        opts(2, Level::detect()),
+        PackChoice::Given(english.clone()),
+    );
     assert!(
-        archive.len() * 100 < plain.len() * 97,
+        packed.len() * 100 < plain.len() * 97,
         "a pack of English did not help English: {} vs {}",
-        archive.len(),
+        packed.len(),
         plain.len()
     );
-    let info = sep::inspect(std::io::Cursor::new(&archive)).unwrap();
+    let info = sep::inspect(std::io::Cursor::new(&packed)).unwrap();
     assert_eq!(info.pack, Some(("english".into(), english.id.hex())));
     assert_eq!(info.blocks.len(), 2);
 
@@ -69,7 +75,7 @@ fn a_pack_starts_the_model_and_is_needed_to_decode() {
         let mut o = opts(threads, kernels);
         o.packs = vec![other.clone(), english.clone()];
         let mut out = Vec::new();
-        sep::decompress_to_vec(&archive, &mut out, &o).unwrap();
+        sep::decompress_to_vec(&packed, &mut out, &o).unwrap();
         assert!(out == data, "{threads} threads, {kernels:?}");
     }
     sep::set_simd_level(Level::detect());
@@ -78,7 +84,7 @@ fn a_pack_starts_the_model_and_is_needed_to_decode() {
         let mut o = opts(2, Level::detect());
         o.packs = packs;
         let mut out = Vec::new();
-        match sep::decompress_to_vec(&archive, &mut out, &o) {
+        match sep::decompress_to_vec(&packed, &mut out, &o) {
             Err(Error::PackMissing { name, sha256 }) => {
                 assert_eq!((name.as_str(), sha256), ("english", english.id.hex()))
             }
@@ -202,19 +208,17 @@ fn every_block_continues_the_pack_history() {
             let mut o = opts(2, Level::detect());
             o.level = level;
             o.block_size = sep::internals::format::PACKED_MIN;
-            o.pack = PackChoice::Given(pack.clone());
-            let mut archive = Vec::new();
-            sep::compress_bytes(data, &mut archive, &o).unwrap();
+            let packed = archive(data, o, PackChoice::Given(pack.clone()));
             for (threads, kernels) in [(1, Level::Scalar), (3, Level::detect())] {
                 let mut o = opts(threads, kernels);
                 o.level = level;
                 o.packs = vec![pack.clone()];
                 let mut out = Vec::new();
-                sep::decompress_to_vec(&archive, &mut out, &o).unwrap();
+                sep::decompress_to_vec(&packed, &mut out, &o).unwrap();
                 assert!(out == data, "level {level}, {threads} threads, {kernels:?}");
             }
             sep::set_simd_level(Level::detect());
-            sizes.push(archive.len());
+            sizes.push(packed.len());
         }
         assert!(
             sizes[1] * 2 < sizes[0],
@@ -228,10 +232,8 @@ fn every_block_continues_the_pack_history() {
     let pack = Arc::new(Pack::from_file(&sep::pretrain(train, &s, &|_| {}).unwrap()).unwrap());
     let data = &train[(96 - 32) << 10..];
     let mut o = opts(1, Level::detect());
-    o.pack = PackChoice::Given(pack.clone());
-    let mut archive = Vec::new();
-    sep::compress_bytes(data, &mut archive, &o).unwrap();
-    let info = sep::inspect(std::io::Cursor::new(&archive)).unwrap();
+    let packed = archive(data, o.clone(), PackChoice::Given(pack.clone()));
+    let info = sep::inspect(std::io::Cursor::new(&packed)).unwrap();
     assert_eq!(info.blocks[0].codec, sep::Codec::Neural);
     assert!(
         info.blocks[0].payload_bytes < data.len() as u64 / 100,
@@ -239,7 +241,7 @@ fn every_block_continues_the_pack_history() {
     );
     let mut out = Vec::new();
     o.packs = vec![pack];
-    sep::decompress_to_vec(&archive, &mut out, &o).unwrap();
+    sep::decompress_to_vec(&packed, &mut out, &o).unwrap();
     assert!(out == data);
 }
 
@@ -248,13 +250,7 @@ fn text_takes_the_builtin_pack_and_other_data_none() {
     let text = fs::read(corpora().join("text/paper4")).unwrap();
     let binary = fs::read(corpora().join("binary/sum")).unwrap();
     let builtin = sep::internals::codecs::neural::pack::builtin().unwrap();
-    let compress = |data: &[u8], pack: PackChoice| {
-        let mut o = opts(2, Level::detect());
-        o.pack = pack;
-        let mut archive = Vec::new();
-        sep::compress_bytes(data, &mut archive, &o).unwrap();
-        archive
-    };
+    let compress = |data: &[u8], pack| archive(data, opts(2, Level::detect()), pack);
     let auto = compress(&text, PackChoice::Auto);
     let off = compress(&text, PackChoice::Off);
     assert!(
@@ -273,9 +269,8 @@ fn text_takes_the_builtin_pack_and_other_data_none() {
     let mixed = [&long[..2 * binary.len()], &binary[..]].concat();
     let mut o = opts(2, Level::detect());
     o.block_size = binary.len() as u64;
-    let mut archive = Vec::new();
-    sep::compress_bytes(&mixed, &mut archive, &o).unwrap();
-    let info = sep::inspect(std::io::Cursor::new(&archive)).unwrap();
+    let mixed_archive = archive(&mixed, o, PackChoice::Auto);
+    let info = sep::inspect(std::io::Cursor::new(&mixed_archive)).unwrap();
     assert!(info.pack.is_some());
     let bin_block = info.blocks.last().unwrap();
     let off_bin = sep::inspect(std::io::Cursor::new(&auto_bin)).unwrap();
@@ -283,7 +278,7 @@ fn text_takes_the_builtin_pack_and_other_data_none() {
     // Every build has the pack: decoded without being given one, at any thread count and
     // kernel level.
     for (threads, kernels) in [(1, Level::Scalar), (3, Level::detect())] {
-        for (a, data) in [(&auto, &text), (&archive, &mixed)] {
+        for (a, data) in [(&auto, &text), (&mixed_archive, &mixed)] {
             let mut out = Vec::new();
             sep::decompress_to_vec(a, &mut out, &opts(threads, kernels)).unwrap();
             assert!(out == *data, "{threads} threads, {kernels:?}");
@@ -332,13 +327,13 @@ fn only_the_first_block_may_be_short_and_packed() {
         .unwrap()
         .to_bytes();
     let block = (sep::Codec::Neural, short.len() as u64, payload);
-    let archive = crafted(Some(config), 1 << 20, &[block.clone(), block]);
+    let crafted_archive = crafted(Some(config), 1 << 20, &[block.clone(), block]);
     // Each block alone: the first decodes (to the bytes `crafted` gives a wrong checksum),
     // the second, short and packed, is refused before its model is set up.
     let range = |r: std::ops::Range<u64>| {
         let mut out = Vec::new();
         sep::decompress_range(
-            std::io::Cursor::new(&archive),
+            std::io::Cursor::new(&crafted_archive),
             &mut out,
             &Options::default(),
             r,
@@ -354,11 +349,8 @@ fn only_the_first_block_may_be_short_and_packed() {
     let mut o = opts(1, Level::detect());
     o.block_size = PACKED_MIN / 2;
     let data = &text[..PACKED_MIN as usize];
-    let mut packed = Vec::new();
-    sep::compress_bytes(data, &mut packed, &o).unwrap();
-    o.pack = PackChoice::Off;
-    let mut fresh = Vec::new();
-    sep::compress_bytes(data, &mut fresh, &o).unwrap();
+    let packed = archive(data, o.clone(), PackChoice::Auto);
+    let fresh = archive(data, o, PackChoice::Off);
     let (p, f) = (
         sep::inspect(std::io::Cursor::new(&packed)).unwrap(),
         sep::inspect(std::io::Cursor::new(&fresh)).unwrap(),

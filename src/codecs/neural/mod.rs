@@ -30,6 +30,7 @@ use crate::entropy::{BitDecoder, BitEncoder};
 use crate::error::{Error, Result};
 use crossbeam_channel::bounded;
 use fast::FastPredictor;
+use std::borrow::Cow;
 
 /// Bytes between two progress reports.
 const PROGRESS_EVERY: usize = 1 << 16;
@@ -77,6 +78,19 @@ fn pack(lane: usize, p: u32, bit: bool) -> u64 {
     (lane as u64) << 17 | (p as u64) << 1 | bit as u64
 }
 
+/// `data` through the x86 call transform where it looks like machine code (then owned), else
+/// as it is.
+fn through_calls(data: &[u8]) -> Cow<'_, [u8]> {
+    match super::x86::detect(data) {
+        true => {
+            let mut t = data.to_vec();
+            super::x86::encode(&mut t);
+            Cow::Owned(t)
+        }
+        false => Cow::Borrowed(data),
+    }
+}
+
 /// Encodes `data` with the predictor built in `ws` (starting from `pack`'s state where given);
 /// returns the payload and the workspace.
 pub fn encode(
@@ -86,18 +100,10 @@ pub fn encode(
     ws: Workspace,
     progress: ProgressFn,
 ) -> (Vec<u8>, Workspace) {
-    let x86 = super::x86::detect(data);
-    let transformed;
-    let data = match x86 {
-        true => {
-            let mut t = data.to_vec();
-            super::x86::encode(&mut t);
-            transformed = t;
-            &transformed[..]
-        }
-        false => data,
-    };
-    let (streams, ws) = match cfg.fast {
+    let data = through_calls(data);
+    let x86 = matches!(data, Cow::Owned(_));
+    let data = &data[..];
+    let (mut streams, ws) = match cfg.fast {
         // The fast predictor leaves little work to a coding thread: it codes inline.
         true => {
             let mut model = FastPredictor::new_in(cfg, data.len(), ws);
@@ -110,17 +116,16 @@ pub fn encode(
             (streams, model.into_workspace())
         }
     };
-    let mut streams = streams;
     // A payload holds at least 1/`NEURAL_MAX_RATIO` of its block (which bounds the work an
     // archive may ask): a block predicted better than that (text a pack has seen) gets zero
     // words after its last lane's stream, which the range decoder reads as the stream's end.
     let size = 3 + 4 * streams.len() + streams.iter().map(Vec::len).sum::<usize>();
     let least = (data.len() as u64 / crate::format::NEURAL_MAX_RATIO) as usize;
-    if let Some(last) = streams.last_mut().filter(|_| size < least) {
-        last.resize(last.len() + (least - size).next_multiple_of(4), 0);
+    let pad = least.saturating_sub(size).next_multiple_of(4);
+    if let Some(last) = streams.last_mut() {
+        last.resize(last.len() + pad, 0);
     }
-    let mut out =
-        Vec::with_capacity(3 + 4 * streams.len() + streams.iter().map(Vec::len).sum::<usize>());
+    let mut out = Vec::with_capacity(size + pad);
     let packed = pack.is_some() && !cfg.fast;
     out.push(if x86 { X86 } else { 0 } | if packed { PACKED } else { 0 });
     out.extend_from_slice(&(streams.len() as u16).to_le_bytes());
@@ -144,16 +149,7 @@ pub fn train(
     progress: ProgressFn,
 ) -> pack::State {
     // Blocks of machine code are seen through the call transform: so is their training data.
-    let transformed;
-    let data = match super::x86::detect(data) {
-        true => {
-            let mut t = data.to_vec();
-            super::x86::encode(&mut t);
-            transformed = t;
-            &transformed[..]
-        }
-        false => data,
-    };
+    let data = &through_calls(data)[..];
     let mut model = Predictor::for_training(cfg, data.len(), geometry);
     run(data, &mut model, progress, |_, _, _| {});
     let mut state = model.state();

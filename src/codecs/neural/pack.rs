@@ -206,48 +206,22 @@ impl Pack {
         state: &State,
     ) -> Result<Vec<u8>> {
         let bad = |e: safetensors::SafeTensorError| Error::InvalidOption(format!("pack: {e}"));
+        let u32s = |n: &str, v: &[u32]| (n.to_string(), Dtype::U32, le_bytes(v, u32::to_le_bytes));
+        let f32s = |n: &str, v: &[f32]| (n.to_string(), Dtype::F32, le_bytes(v, f32::to_le_bytes));
         let mut owned: Vec<(String, Dtype, Vec<u8>)> = vec![
             ("slots".into(), Dtype::U8, state.slots.clone()),
             ("tiles".into(), Dtype::U8, state.tiles.clone()),
-            (
-                "maps".into(),
-                Dtype::U32,
-                le_bytes(&state.maps, u32::to_le_bytes),
-            ),
-            (
-                "t0".into(),
-                Dtype::U32,
-                le_bytes(&state.t0, u32::to_le_bytes),
-            ),
-            (
-                "t1".into(),
-                Dtype::U32,
-                le_bytes(&state.t1, u32::to_le_bytes),
-            ),
-            (
-                "tm".into(),
-                Dtype::U32,
-                le_bytes(&state.tm, u32::to_le_bytes),
-            ),
-            (
-                "chain".into(),
-                Dtype::F32,
-                le_bytes(&state.chain, f32::to_le_bytes),
-            ),
-            (
-                "net".into(),
-                Dtype::F32,
-                le_bytes(&state.net, f32::to_le_bytes),
-            ),
+            u32s("maps", &state.maps),
+            u32s("t0", &state.t0),
+            u32s("t1", &state.t1),
+            u32s("tm", &state.tm),
+            f32s("chain", &state.chain),
+            f32s("net", &state.net),
             ("history".into(), Dtype::U8, state.history.clone()),
         ];
         for (n, (w, uses)) in MIXER_NAMES.iter().zip(&state.mixers) {
-            owned.push((n.to_string(), Dtype::F32, le_bytes(w, f32::to_le_bytes)));
-            owned.push((
-                format!("{n}_uses"),
-                Dtype::U32,
-                le_bytes(uses, u32::to_le_bytes),
-            ));
+            owned.push(f32s(n, w));
+            owned.push(u32s(&format!("{n}_uses"), uses));
         }
         for (n, t) in APM_NAMES.iter().zip(&state.apms) {
             owned.push((n.to_string(), Dtype::U16, le_bytes(t, u16::to_le_bytes)));

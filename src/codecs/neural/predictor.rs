@@ -192,31 +192,28 @@ impl Predictor {
     /// reset), or starting from `pack`'s state and table sizes, which `check_pack` has
     /// found to fit `cfg`.
     pub fn new_in(cfg: Params, len: usize, ws: Workspace, pack: Option<&Pack>) -> Self {
-        let mut model = Self::fresh(cfg, len, ws, pack.map(|p| (p.geometry, false)));
+        let geometry = pack.map(|p| (p.geometry, false));
+        let history = pack.map_or(&[][..], |p| &p.state.history);
+        let mut model = Self::fresh(cfg, len, ws, geometry, history);
         if let Some(p) = pack {
-            // A pack that does not fit leaves the model fresh, the same way for the encoder
-            // and the decoder; `check_pack` refuses such a pack before any block is coded.
+            // A pack that does not fit leaves the model fresh (with the history before the
+            // block, unread), the same way for the encoder and the decoder; `check_pack`
+            // refuses such a pack before any block is coded.
             if model.load(&p.state).is_ok() {
-                model.prime(&p.state.history);
+                model.prime();
             }
         }
         model
     }
 
-    /// Puts `history` before the block: lane 0's contexts continue it, and every lane's
-    /// matches may point into it.
-    fn prime(&mut self, history: &[u8]) {
-        if history.is_empty() {
+    /// Reads the history before the block (`fresh` put it there): its positions go into the
+    /// match table, and lane 0 reads its end as it would have coded it, so that its words,
+    /// lines, record length and match carry on into the block.
+    fn prime(&mut self) {
+        let prefix = self.lanes.prefix;
+        if prefix == 0 {
             return;
         }
-        let prefix = history.len();
-        self.lanes = self.lanes.after(prefix);
-        self.hist.splice(0..0, history.iter().copied());
-        let table = std::mem::replace(&mut self.matches, MatchTable::new_in(0, Vec::new()));
-        self.matches = MatchTable::new_in(self.hist.len(), table.into_buffer());
-        // The history's positions go into the match table; lane 0 reads its end as it would
-        // have coded it, so that its words, lines, record length and match carry on into the
-        // block.
         let tail = prefix.saturating_sub(PRIME_TAIL);
         self.matches.insert(&self.hist, 0, tail + 1);
         for q in tail..prefix {
@@ -227,14 +224,20 @@ impl Predictor {
 
     /// A fresh model to train a pack on `len` bytes, with the pack's table sizes.
     pub fn for_training(cfg: Params, len: usize, geometry: Geometry) -> Self {
-        let mut model = Self::fresh(cfg, len, Workspace::default(), Some((geometry, true)));
+        let mut model = Self::fresh(cfg, len, Workspace::default(), Some((geometry, true)), &[]);
         model.tiles = Some(vec![0; model.slots.len() / SLOT]);
         model
     }
 
     /// Whether `pack` can start the model of `cfg`.
     pub fn check_pack(cfg: Params, pack: &Pack) -> Result<()> {
-        let mut model = Self::fresh(cfg, 1, Workspace::default(), Some((pack.geometry, true)));
+        let mut model = Self::fresh(
+            cfg,
+            1,
+            Workspace::default(),
+            Some((pack.geometry, true)),
+            &[],
+        );
         model.load(&pack.state)
     }
 
@@ -351,9 +354,17 @@ impl Predictor {
     }
 
     /// A fresh model for a block of `len` bytes in `ws`'s memory, with its tables sized to the
-    /// block, or to a pack's `geometry` where given: exactly, or grown towards the block's.
-    fn fresh(cfg: Params, len: usize, ws: Workspace, geometry: Option<(Geometry, bool)>) -> Self {
-        let lanes = Lanes::new(len, cfg.max_lanes as usize, cfg.min_lane as usize);
+    /// block, or to a pack's `geometry` where given: exactly, or grown towards the block's;
+    /// `history` (a pack's) lies before the block, not yet read (`prime`).
+    fn fresh(
+        cfg: Params,
+        len: usize,
+        ws: Workspace,
+        geometry: Option<(Geometry, bool)>,
+        history: &[u8],
+    ) -> Self {
+        let lanes =
+            Lanes::new(len, cfg.max_lanes as usize, cfg.min_lane as usize).after(history.len());
         let (kinds, orders) = select(cfg.contexts);
         let n = kinds.len();
         let n_in = n + N_EXTRA;
@@ -398,7 +409,9 @@ impl Predictor {
         slots.resize(n_slots * SLOT, 0);
         let mut hist = ws.hist;
         hist.clear();
-        hist.resize(len, 0);
+        hist.extend_from_slice(history);
+        hist.resize(history.len() + len, 0);
+        let matches = MatchTable::new_in(hist.len(), ws.matches);
         Predictor {
             lanes,
             kinds,
@@ -406,7 +419,7 @@ impl Predictor {
             hist,
             states: vec![LaneState::default(); lanes.count],
             bits: vec![blank; lanes.count],
-            matches: MatchTable::new_in(len, ws.matches),
+            matches,
             slots,
             slot_mask: n_slots - 1,
             tiles: None,
