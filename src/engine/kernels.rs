@@ -310,7 +310,7 @@ leveled! {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::simd::{set_level, Level};
     use std::sync::Mutex;
@@ -318,7 +318,7 @@ mod tests {
     /// Serialises tests that switch the process-wide level.
     pub(crate) static LEVEL_LOCK: Mutex<()> = Mutex::new(());
 
-    fn rng(seed: &mut u64) -> f32 {
+    pub(crate) fn rng(seed: &mut u64) -> f32 {
         *seed ^= *seed << 13;
         *seed ^= *seed >> 7;
         *seed ^= *seed << 17;
@@ -334,7 +334,7 @@ mod tests {
     }
 
     /// Runs `f` at every level and asserts all outputs equal the scalar one bit for bit.
-    fn same_on_every_level(name: &str, f: impl Fn() -> Vec<f32>) {
+    pub(crate) fn same_on_every_level(name: &str, f: impl Fn() -> Vec<f32>) {
         let _g = LEVEL_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         set_level(Level::Scalar);
         let want: Vec<u32> = f().iter().map(|v| v.to_bits()).collect();

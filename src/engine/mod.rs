@@ -4,6 +4,7 @@
 //! Every value that reaches a probability is computed with a fixed operation order, so results
 //! are identical whatever SIMD level (`crate::simd`) runs them.
 
+pub mod attention;
 pub mod kernels;
 
 /// Determinism version of the engine (kernels, the predictor's fixed parts and its update
