@@ -3,7 +3,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use sep::internals::codecs::neural::lanes::Lanes;
-use sep::internals::codecs::neural::{self, Net, NetConfig, Params};
+use sep::internals::codecs::neural::{self, Backbone, NetConfig, Network, Params, Trace};
 use sep::internals::engine::kernels::{matmul_acc, outer_acc};
 use sep::internals::entropy::BitEncoder;
 use sep::internals::simd::{set_level, Level};
@@ -65,26 +65,51 @@ fn model(c: &mut Criterion) {
     let text = sample_text(1 << 20);
     let mut g = c.benchmark_group("model");
     g.sample_size(10);
-    // The network alone: forward + backward + Adam for 16 lanes per step.
-    let lanes = Lanes::new(text.len(), 16, 1);
-    let mut net = Net::new(NetConfig::default(), lanes.count);
-    let matches = vec![(None, 0usize); lanes.count];
-    let steps = 256;
-    g.throughput(Throughput::Bytes((steps * lanes.count) as u64));
-    let mut step0 = 64;
-    g.bench_function("network fwd+bwd+adam, 16 lanes", |b| {
-        b.iter(|| {
-            for s in step0..step0 + steps {
-                net.forward(&text, &lanes, s, lanes.count, &matches);
-                let ys: Vec<u8> = (0..lanes.count).map(|l| text[lanes.start(l) + s]).collect();
-                net.learn(&ys);
-            }
-            step0 += steps;
-            if step0 + steps >= lanes.lane_len {
-                step0 = 64;
-            }
-        })
-    });
+    // Each backbone alone: forward + backward + Adam per step, over 16 lanes and over one
+    // (the predictor's default); TRACE at two attention windows (its work per byte must not
+    // grow with the window).
+    let pac = NetConfig::default();
+    let trace = NetConfig {
+        backbone: Backbone::Trace,
+        ..pac
+    };
+    for lanes_n in [16, 1] {
+        let lanes = Lanes::new(text.len(), lanes_n, 1);
+        let nets: [(String, Network); 3] = [
+            (
+                format!("pac, {lanes_n} lanes"),
+                Network::new(pac, lanes.count),
+            ),
+            (
+                format!("trace window 64, {lanes_n} lanes"),
+                Network::Trace(Box::new(Trace::new(trace, lanes.count, 64))),
+            ),
+            (
+                format!("trace window 1024, {lanes_n} lanes"),
+                Network::Trace(Box::new(Trace::new(trace, lanes.count, 1024))),
+            ),
+        ];
+        for (name, mut net) in nets {
+            let matches = vec![(None, 0usize); lanes.count];
+            let steps = 4096 / lanes_n;
+            g.throughput(Throughput::Bytes((steps * lanes.count) as u64));
+            let mut step0 = 64;
+            g.bench_function(format!("network fwd+bwd+adam, {name}"), |b| {
+                b.iter(|| {
+                    for s in step0..step0 + steps {
+                        net.forward(&text, &lanes, s, lanes.count, &matches);
+                        let ys: Vec<u8> =
+                            (0..lanes.count).map(|l| text[lanes.start(l) + s]).collect();
+                        net.learn(&ys);
+                    }
+                    step0 += steps;
+                    if step0 + steps >= lanes.lane_len {
+                        step0 = 64;
+                    }
+                })
+            });
+        }
+    }
     // The whole predictor (context mixing + network), bits coded by a real coder.
     let block = &text[..256 << 10];
     g.throughput(Throughput::Bytes(block.len() as u64));

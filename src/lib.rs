@@ -160,6 +160,8 @@ pub struct PackSpec {
     pub description: String,
     /// The compression level whose model it starts (not 1).
     pub level: u8,
+    /// The backbone of that model's network.
+    pub backbone: Backbone,
     /// log2 of the hashed contexts' slots (16 bytes each; 12..=24): the pack's size, and the
     /// table of every block that uses it.
     pub slots_log: u32,
@@ -189,7 +191,7 @@ pub fn pretrain(data: &[u8], spec: &PackSpec, progress: &(dyn Fn(u64) + Sync)) -
     if !LEVELS.contains(&spec.level) {
         return Err(Error::InvalidOption(format!("no level {}", spec.level)));
     }
-    let config = NeuralConfig::for_level(spec.level, Backbone::default());
+    let config = NeuralConfig::for_level(spec.level, spec.backbone);
     if config.params.fast {
         return Err(Error::InvalidOption(
             "level 1 (the fast predictor) takes no pack".into(),

@@ -83,6 +83,9 @@ pub enum Cmd {
         /// The level whose model it starts, 2 .. 9 (default 6).
         #[arg(long, value_name = "N", default_value_t = 6)]
         level: u8,
+        /// Backbone network of that model.
+        #[arg(long, value_enum, default_value = "pac", hide_possible_values = true)]
+        model: ModelArg,
         /// log2 of the model's context slots (16 bytes each): the pack's size and the table of
         /// every block compressed with it.
         #[arg(long, value_name = "N", default_value_t = 20)]
@@ -198,6 +201,18 @@ pub enum ModelArg {
     /// PAC-style MLP over SEP patch features.
     #[default]
     Pac,
+    /// TRACE: causal linear attention over SEP patch tokens.
+    Trace,
+}
+
+impl ModelArg {
+    /// The library's name for this backbone.
+    pub fn backbone(self) -> sep::Backbone {
+        match self {
+            ModelArg::Pac => sep::Backbone::Pac,
+            ModelArg::Trace => sep::Backbone::Trace,
+        }
+    }
 }
 
 /// Parses a byte count with an optional K/M/G (binary) suffix.

@@ -2,7 +2,7 @@
 //! list), their options, and the messages and exit status (0: done; 1: an error; 2: only
 //! warnings, as xz). The grammar is in `args`, files in `files`, messages in `report`.
 
-use args::{Cli, Cmd, Flags, ModelArg, Personality};
+use args::{Cli, Cmd, Flags, Personality};
 use clap::{CommandFactory, Parser};
 use files::{check_distinct, with_path, Input, Output};
 use indicatif::ProgressBar;
@@ -74,9 +74,7 @@ fn options(flags: &Flags, bar: &Option<ProgressBar>) -> Result<Options, Failure>
     if let Some(dir) = std::env::var_os("SEP_PACKS") {
         opts.packs = packs_in(Path::new(&dir))?;
     }
-    opts.backbone = match flags.model {
-        ModelArg::Pac => sep::Backbone::Pac,
-    };
+    opts.backbone = flags.model.backbone();
     if let Some(bar) = bar.clone() {
         opts.progress = Some(Arc::new(move |n| bar.inc(n)));
     }
@@ -577,6 +575,7 @@ fn main() -> ExitCode {
             kind,
             description,
             level,
+            model,
             table_log,
             history,
             force,
@@ -592,6 +591,7 @@ fn main() -> ExitCode {
                 kind,
                 description,
                 level,
+                backbone: model.backbone(),
                 slots_log: table_log,
                 history: usize::try_from(history).unwrap_or(usize::MAX),
             };

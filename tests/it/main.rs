@@ -1,6 +1,7 @@
 //! The integration tests, one binary: the `sep` command end to end, the library's entry points,
 //! the float codecs through real files, the corpora, and the golden archives.
 
+mod backbones;
 mod bad_input;
 mod cli;
 mod common;

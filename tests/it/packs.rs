@@ -3,6 +3,7 @@
 //! level; bad packs and missing packs are refused in one line, with no output.
 
 use crate::common::*;
+use sep::Backbone::Pac;
 use sep::SimdLevel as Level;
 use sep::{Error, Options, Pack, PackChoice, PackSpec};
 use std::fs;
@@ -14,6 +15,7 @@ fn spec(name: &str) -> PackSpec {
         kind: "text".into(),
         description: "test".into(),
         level: sep::DEFAULT_LEVEL,
+        backbone: sep::Backbone::Pac,
         slots_log: 16,
         history: 4 << 10,
     }
@@ -196,33 +198,44 @@ fn every_block_continues_the_pack_history() {
         *b ^= 0x20 * b.is_ascii_alphabetic() as u8;
     }
     let data = &data[..];
-    for level in [sep::DEFAULT_LEVEL, 9] {
+    let trace = sep::Backbone::Trace;
+    for (level, backbone) in [
+        (sep::DEFAULT_LEVEL, Pac),
+        (9, Pac),
+        (sep::DEFAULT_LEVEL, trace),
+    ] {
         let mut sizes = Vec::new();
         for history in [0, 48 << 10] {
             let mut s = spec("book");
             s.level = level;
+            s.backbone = backbone;
             s.history = history;
             let bytes = sep::pretrain(train, &s, &|_| {}).unwrap();
             let pack = Arc::new(Pack::from_file(&bytes).unwrap());
             assert_eq!(pack.state.history.len(), history);
             let mut o = opts(2, Level::detect());
             o.level = level;
+            o.backbone = backbone;
             o.block_size = sep::internals::format::PACKED_MIN;
             let packed = archive(data, o, PackChoice::Given(pack.clone()));
             for (threads, kernels) in [(1, Level::Scalar), (3, Level::detect())] {
                 let mut o = opts(threads, kernels);
                 o.level = level;
+                o.backbone = backbone;
                 o.packs = vec![pack.clone()];
                 let mut out = Vec::new();
                 sep::decompress_to_vec(&packed, &mut out, &o).unwrap();
-                assert!(out == data, "level {level}, {threads} threads, {kernels:?}");
+                assert!(
+                    out == data,
+                    "level {level} {backbone:?}, {threads} threads, {kernels:?}"
+                );
             }
             sep::set_simd_level(Level::detect());
             sizes.push(packed.len());
         }
         assert!(
             sizes[1] * 2 < sizes[0],
-            "level {level}: the history did not carry into the blocks: {sizes:?}"
+            "level {level} {backbone:?}: the history did not carry into the blocks: {sizes:?}"
         );
     }
     // The history itself, predicted past the neural codec's 128:1 limit, stays neural

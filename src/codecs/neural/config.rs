@@ -1,35 +1,16 @@
 //! The neural codec's configuration as recorded in the archive header.
 
 use super::experts::MAX_HASHED;
-use super::net::NetConfig;
+use super::network::{Backbone, NetConfig};
 use super::pack::{Pack, PackId, NAME_MAX};
 use super::predictor::{Params, Predictor, DEFAULT_CONTEXTS};
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
-/// Backbone network of the predictor.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Backbone {
-    /// PAC-style MLP over SEP patch features (the default).
-    #[default]
-    Pac,
-}
-
-impl Backbone {
-    /// Name used on the command line and by `sep info`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Backbone::Pac => "pac",
-        }
-    }
-}
-
 /// The neural codec's configuration: its backbone, level, parameters and pack, serialised
 /// into the archive header.
 #[derive(Clone, Debug)]
 pub struct NeuralConfig {
-    /// Backbone network of the predictor.
-    pub backbone: Backbone,
     /// The compression level the model was chosen by (shown by `sep info`).
     pub level: u8,
     /// Lanes, mixer, network and context parameters.
@@ -44,8 +25,7 @@ pub struct NeuralConfig {
 
 impl PartialEq for NeuralConfig {
     fn eq(&self, o: &Self) -> bool {
-        self.backbone == o.backbone
-            && self.level == o.level
+        self.level == o.level
             && self.params == o.params
             && self.pack.as_ref().map(|p| &p.id) == o.pack.as_ref().map(|p| &p.id)
     }
@@ -91,6 +71,8 @@ const NEURAL_DEFAULT: u8 = 2;
 const NEURAL_LEVEL: u8 = 3;
 /// Flag bit of `NEURAL_LEVEL`: the model starts from a pack.
 const FLAG_PACK: u8 = 4;
+/// Flag bit of `NEURAL_LEVEL`: the network's backbone is TRACE rather than PAC.
+const FLAG_TRACE: u8 = 8;
 
 impl NeuralConfig {
     /// The model of compression level `level` (clamped to `LEVELS`).
@@ -104,11 +86,13 @@ impl NeuralConfig {
         };
         params.lean = level == 2;
         params.fast = level == 1;
-        if level == 9 {
+        params.net.backbone = backbone;
+        // The MLP runs at the highest level only; another backbone, asked for, at every level
+        // but the fast predictor's.
+        if level == 9 || (backbone != Backbone::Pac && !params.fast) {
             params.net.hidden = NetConfig::default().hidden;
         }
         NeuralConfig {
-            backbone,
             level,
             params,
             pack: None,
@@ -158,9 +142,15 @@ impl NeuralConfig {
             && c.contexts == DEFAULT_CONTEXTS
             && !c.lean
             && !c.fast
+            && c.net.backbone == Backbone::Pac
             && self.pack.is_none();
         let pack_flag = if self.pack.is_some() { FLAG_PACK } else { 0 };
-        let flags = c.lean as u8 | (c.fast as u8) << 1 | pack_flag;
+        let trace_flag = if c.net.backbone == Backbone::Trace {
+            FLAG_TRACE
+        } else {
+            0
+        };
+        let flags = c.lean as u8 | (c.fast as u8) << 1 | pack_flag | trace_flag;
         let mut b = match short {
             true => vec![NEURAL_DEFAULT],
             false => vec![NEURAL_LEVEL, self.level, flags],
@@ -232,6 +222,10 @@ impl NeuralConfig {
             mix_lr: u16_at(6),
             mix_lr_start: u16_at(8),
             net: NetConfig {
+                backbone: match flags & FLAG_TRACE {
+                    0 => Backbone::Pac,
+                    _ => Backbone::Trace,
+                },
                 hidden: u16_at(10),
                 lr: u16_at(12),
             },
@@ -246,14 +240,13 @@ impl NeuralConfig {
             || !LEVELS.contains(&level)
             || c.contexts == 0
             || c.contexts >> MAX_HASHED != 0
-            || flags & !7 != 0
+            || flags & !15 != 0
             || flags & 3 == 3
-            || (c.fast && pack.is_some())
+            || (c.fast && (pack.is_some() || c.net.backbone != Backbone::Pac))
         {
             return Err(Error::Corrupt("neural configuration out of range".into()));
         }
         let config = NeuralConfig {
-            backbone: Backbone::Pac,
             level,
             params: c,
             pack: None,
@@ -275,7 +268,10 @@ impl NeuralConfig {
         }
         let net = match c.net.hidden {
             0 => "no network".to_string(),
-            h => format!("backbone {} ({h} hidden)", self.backbone.name()),
+            h => match c.net.backbone {
+                Backbone::Pac => format!("backbone pac ({h} hidden)"),
+                b => format!("backbone {} (width {h})", b.name()),
+            },
         };
         format!(
             "level {}: {net}; context mixing of bit histories of {} contexts (orders, words, \
@@ -318,6 +314,22 @@ mod tests {
             assert_eq!(c.params.fast, level == 1);
             assert_eq!(c.params.lean, level == 2);
         }
+        // Every level but the fast one takes the TRACE backbone, recorded.
+        for level in 2..=9 {
+            let c = NeuralConfig::for_level(level, Backbone::Trace);
+            assert_eq!(c.params.net.backbone, Backbone::Trace);
+            assert!(c.params.net.hidden > 0);
+            assert_eq!(
+                NeuralConfig::from_bytes(&c.to_bytes()).unwrap(),
+                (c.clone(), None)
+            );
+        }
+        let mut bad = NeuralConfig::for_level(1, Backbone::Pac).to_bytes();
+        bad[2] |= FLAG_TRACE;
+        assert!(
+            NeuralConfig::from_bytes(&bad).is_err(),
+            "the fast predictor with a network accepted"
+        );
         // The default level keeps its short form, so its archives are unchanged.
         assert_eq!(NeuralConfig::default().to_bytes()[0], NEURAL_DEFAULT);
         let mut bad = NeuralConfig::for_level(1, Backbone::Pac).to_bytes();

@@ -14,16 +14,20 @@ mod config;
 mod experts;
 mod fast;
 pub mod lanes;
-pub mod net;
+pub mod network;
+mod pac;
 pub mod pack;
 mod predictor;
 mod states;
+mod trace;
+mod train;
 
 pub use backend::{Arena, Backend, CpuBackend};
-pub use config::{Backbone, NeuralConfig, DEFAULT_LEVEL, LEVELS};
-pub use net::{Net, NetConfig};
+pub use config::{NeuralConfig, DEFAULT_LEVEL, LEVELS};
+pub use network::{Backbone, NetConfig, Network};
 pub use pack::{Geometry, Pack, PackId};
 pub use predictor::{Params, Predictor, Workspace};
+pub use trace::Trace;
 
 use super::ProgressFn;
 use crate::entropy::{BitDecoder, BitEncoder};

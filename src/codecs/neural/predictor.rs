@@ -10,7 +10,7 @@
 use super::cm::{counter_p12, counter_update, stretch, stretch_table, Apm, Mixer, COUNTER_INIT};
 use super::experts::{back, context_hash, select, ContextKind, LaneState, MatchTable, MAX_HASHED};
 use super::lanes::Lanes;
-use super::net::{Net, NetConfig};
+use super::network::{NetConfig, Network};
 use super::pack::{Geometry, Pack, State};
 use super::states::{Histories, HistoryMap};
 use crate::error::{Error, Result};
@@ -145,7 +145,7 @@ pub struct Predictor {
     chain_w: Vec<[f32; 2]>,
     /// Per stage: weight index, input and output of the last prediction.
     chain_at: Vec<(usize, f32, f32)>,
-    net: Option<Net>,
+    net: Option<Network>,
     net_cdf: Vec<f32>,
     net_match: Vec<(Option<u8>, usize)>,
 }
@@ -440,7 +440,7 @@ impl Predictor {
             x: [0.0; MAX_IN],
             chain_w: vec![[1.0, 0.0]; stages * 256],
             chain_at: vec![(0, 0.0, 0.0); stages],
-            net: (cfg.net.hidden > 0).then(|| Net::new(cfg.net, lanes.count)),
+            net: (cfg.net.hidden > 0).then(|| Network::new(cfg.net, lanes.count)),
             net_cdf: vec![0.0; lanes.count * 257],
             net_match: vec![(None, 0); lanes.count],
         }

@@ -4,8 +4,10 @@
 //! Runs batched over lanes on the engine's deterministic kernels; trains online with Adam.
 
 use super::lanes::Lanes;
+use super::network::NetConfig;
+use super::train::{add_rows, Rng, Trainer};
 use crate::engine::kernels::{
-    adam, exp_fixed, matmul_acc, outer_acc, relu, relu_backward, softmax_rows, transpose, AdamStep,
+    exp_fixed, matmul_acc, outer_acc, relu, relu_backward, softmax_rows, transpose,
 };
 
 /// Bytes of history the patches cover.
@@ -28,26 +30,6 @@ const MATCH_BUCKETS: usize = 16;
 const IN: usize = ROWS * FUSED + EMB + MATCH_BUCKETS;
 /// Patch input width.
 const PIN: usize = PATCH * EMB;
-/// Fewest lane-bytes per optimiser step (few lanes accumulate gradient over several steps).
-const MIN_BATCH: usize = 16;
-
-/// Shape of the network.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NetConfig {
-    /// Hidden units of the MLP backbone (0 disables the network).
-    pub hidden: u16,
-    /// Adam learning rate, in 1e-5 units.
-    pub lr: u16,
-}
-
-impl Default for NetConfig {
-    fn default() -> Self {
-        NetConfig {
-            hidden: 32,
-            lr: 500,
-        }
-    }
-}
 
 /// Offsets of each tensor in the flat parameter vector.
 #[derive(Clone, Copy)]
@@ -92,34 +74,13 @@ impl Layout {
     }
 }
 
-/// Deterministic generator for the initial weights (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn uniform(&mut self, scale: f32) -> f32 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        let r = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40;
-        (r as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
-    }
-}
-
 /// Network state, parameters and per-step activations of one block.
-pub struct Net {
+pub struct Pac {
     hidden: usize,
     lay: Layout,
     p: Vec<f32>,
-    g: Vec<f32>,
-    m: Vec<f32>,
-    v: Vec<f32>,
-    lr: f32,
-    t: i32,
+    train: Trainer,
     active: usize,
-    /// Embedding rows (start offsets) that received gradient since the last optimiser step.
-    touched: Vec<usize>,
-    /// Lane-bytes whose gradient is accumulated since the last optimiser step.
-    pending: usize,
     // Activations of the last forward pass (per lane).
     bytes: Vec<[u8; HIST]>,
     kept: Vec<[usize; KEEP]>,
@@ -142,20 +103,11 @@ pub struct Net {
     wft: Vec<f32>,
 }
 
-/// Adds every row of `rows` (row length `acc.len()`) to `acc`, rows in order: a bias gradient.
-fn add_rows(rows: &[f32], acc: &mut [f32]) {
-    for row in rows.chunks_exact(acc.len()) {
-        for (a, &d) in acc.iter_mut().zip(row) {
-            *a += d;
-        }
-    }
-}
-
 fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + exp_fixed(-x))
 }
 
-impl Net {
+impl Pac {
     /// A network with seeded initial weights for up to `lanes` lanes.
     pub fn new(cfg: NetConfig, lanes: usize) -> Self {
         let hidden = cfg.hidden as usize;
@@ -172,18 +124,12 @@ impl Net {
         init(&mut p[lay.w1..lay.b1], (6.0 / (IN + hidden) as f32).sqrt());
         init(&mut p[lay.w2..lay.b2], (6.0 / (hidden + 256) as f32).sqrt());
         let n = p.len();
-        let mut net = Net {
+        let mut net = Pac {
             hidden,
             lay,
             p,
-            g: vec![0.0; n],
-            m: vec![0.0; n],
-            v: vec![0.0; n],
-            lr: cfg.lr as f32 * 1e-5,
-            t: 0,
+            train: Trainer::new(n, cfg.lr as f32 * 1e-5, lay.gate, EMB),
             active: 0,
-            touched: Vec::new(),
-            pending: 0,
             bytes: vec![[0; HIST]; lanes],
             kept: vec![[0; KEEP]; lanes],
             sig: vec![[0.0; KEEP]; lanes],
@@ -345,19 +291,25 @@ impl Net {
         for (l, &y) in bytes[..a].iter().enumerate() {
             dz[l * 256 + y as usize] -= 1.0;
         }
-        outer_acc(&self.h[..a * hd], dz, &mut self.g[lay.w2..lay.b2], hd, 256);
-        add_rows(dz, &mut self.g[lay.b2..lay.b2 + 256]);
+        outer_acc(
+            &self.h[..a * hd],
+            dz,
+            &mut self.train.g[lay.w2..lay.b2],
+            hd,
+            256,
+        );
+        add_rows(dz, &mut self.train.g[lay.b2..lay.b2 + 256]);
         self.dh[..a * hd].fill(0.0);
         matmul_acc(dz, &self.w2t, &mut self.dh[..a * hd], 256, hd);
         relu_backward(&self.h[..a * hd], &mut self.dh[..a * hd]);
         outer_acc(
             &self.input[..a * IN],
             &self.dh[..a * hd],
-            &mut self.g[lay.w1..lay.b1],
+            &mut self.train.g[lay.w1..lay.b1],
             IN,
             hd,
         );
-        add_rows(&self.dh[..a * hd], &mut self.g[lay.b1..lay.b1 + hd]);
+        add_rows(&self.dh[..a * hd], &mut self.train.g[lay.b1..lay.b1 + hd]);
         self.din[..a * IN].fill(0.0);
         matmul_acc(
             &self.dh[..a * hd],
@@ -371,7 +323,10 @@ impl Net {
             let din = &self.din[l * IN..l * IN + IN];
             if let Some(b) = self.match_byte[l] {
                 let e = lay.memb + b as usize * EMB;
-                for (g, &d) in self.g[e..e + EMB].iter_mut().zip(&din[ROWS * FUSED..]) {
+                for (g, &d) in self.train.g[e..e + EMB]
+                    .iter_mut()
+                    .zip(&din[ROWS * FUSED..])
+                {
                     *g += d;
                 }
             }
@@ -390,14 +345,14 @@ impl Net {
                         dm += d * fv;
                         *dp += d * m * s;
                     }
-                    self.g[lay.map + r * PATCHES + i] += dm * s;
+                    self.train.g[lay.map + r * PATCHES + i] += dm * s;
                     dsig += dm * m;
                 }
                 // d score = d sigma * sigma (1 - sigma); the score is gate . x + gate_b[i].
                 let dscore = dsig * s * (1.0 - s);
-                self.g[lay.gate_b + i] += dscore;
+                self.train.g[lay.gate_b + i] += dscore;
                 let x = &self.px[(l * KEEP + k) * PIN..(l * KEEP + k + 1) * PIN];
-                for (g, &xv) in self.g[lay.gate..lay.gate + PIN].iter_mut().zip(x) {
+                for (g, &xv) in self.train.g[lay.gate..lay.gate + PIN].iter_mut().zip(x) {
                     *g += dscore * xv;
                 }
                 let dx = &mut self.dpx[(l * KEEP + k) * PIN..(l * KEEP + k + 1) * PIN];
@@ -412,13 +367,13 @@ impl Net {
         outer_acc(
             &self.px[..rows * PIN],
             &self.dpf[..rows * FUSED],
-            &mut self.g[lay.wf..lay.bf],
+            &mut self.train.g[lay.wf..lay.bf],
             PIN,
             FUSED,
         );
         add_rows(
             &self.dpf[..rows * FUSED],
-            &mut self.g[lay.bf..lay.bf + FUSED],
+            &mut self.train.g[lay.bf..lay.bf + FUSED],
         );
         let dx = &mut self.dx[..rows * PIN];
         dx.fill(0.0);
@@ -430,68 +385,30 @@ impl Net {
                 for j in 0..PATCH {
                     let e = lay.emb + self.bytes[l][i + j] as usize * EMB;
                     for t in 0..EMB {
-                        self.g[e + t] += dx[o + j * EMB + t] + self.dpx[o + j * EMB + t];
+                        self.train.g[e + t] += dx[o + j * EMB + t] + self.dpx[o + j * EMB + t];
                     }
                 }
             }
         }
     }
 
-    /// Records the embedding rows that got gradient and, once `MIN_BATCH` lane-bytes have
-    /// accumulated, takes one Adam step.
+    /// Records the embedding rows that got gradient and lets the trainer take its step.
     fn optimise(&mut self, a: usize) {
         let lay = self.lay;
         for l in 0..a {
             for &i in &self.kept[l] {
                 for j in 0..PATCH {
-                    self.touched
-                        .push(lay.emb + self.bytes[l][i + j] as usize * EMB);
+                    self.train
+                        .touch(lay.emb + self.bytes[l][i + j] as usize * EMB);
                 }
             }
             if let Some(b) = self.match_byte[l] {
-                self.touched.push(lay.memb + b as usize * EMB);
+                self.train.touch(lay.memb + b as usize * EMB);
             }
         }
-        // One Adam step per MIN_BATCH lane-bytes, and every second step once a step alone
-        // fills a batch (an Adam step over every dense parameter costs as much as the step's
-        // forward pass): every dense parameter, and the embedding rows touched since the last.
-        self.pending += a;
-        let batch = if a >= MIN_BATCH { 2 * a } else { MIN_BATCH };
-        if self.pending < batch {
-            return;
+        if self.train.after(&mut self.p, a) {
+            self.refresh_transposes();
         }
-        self.pending = 0;
-        self.t += 1;
-        let (b1, b2) = (0.9f32, 0.999f32);
-        let corr = (1.0 - b2.powi(self.t)).sqrt() / (1.0 - b1.powi(self.t));
-        let step = AdamStep {
-            lr: self.lr * corr,
-            b1,
-            b2,
-            eps: 1e-6,
-        };
-        let d = lay.gate;
-        adam(
-            &mut self.p[d..],
-            &mut self.g[d..],
-            &mut self.m[d..],
-            &mut self.v[d..],
-            step,
-        );
-        self.touched.sort_unstable();
-        self.touched.dedup();
-        for &e in &self.touched {
-            let r = e..e + EMB;
-            adam(
-                &mut self.p[r.clone()],
-                &mut self.g[r.clone()],
-                &mut self.m[r.clone()],
-                &mut self.v[r],
-                step,
-            );
-        }
-        self.touched.clear();
-        self.refresh_transposes();
     }
 }
 
@@ -501,7 +418,7 @@ mod tests {
 
     /// Loss -sum ln p[y] of one forward pass over `lanes` lanes at `step`.
     fn loss(
-        net: &mut Net,
+        net: &mut Pac,
         hist: &[u8],
         lanes: &Lanes,
         step: usize,
@@ -524,7 +441,14 @@ mod tests {
             .map(|l| hist[lanes.start(l) + step])
             .collect();
         let m = vec![(Some(b'a'), 3), (None, 0), (Some(b' '), 9)];
-        let mut net = Net::new(NetConfig { hidden: 8, lr: 0 }, lanes.count);
+        let mut net = Pac::new(
+            NetConfig {
+                hidden: 8,
+                lr: 0,
+                ..NetConfig::default()
+            },
+            lanes.count,
+        );
         // Move the weights off their symmetric start so every path carries gradient.
         let mut rng = Rng(99);
         for p in net.p.iter_mut() {
@@ -533,9 +457,9 @@ mod tests {
         net.refresh_transposes();
         loss(&mut net, &hist, &lanes, step, &m, &y);
         let kept = net.kept.clone();
-        net.g.fill(0.0);
+        net.train.g.fill(0.0);
         net.backward(&y);
-        let analytic = net.g.clone();
+        let analytic = net.train.g.clone();
         let lay = net.lay;
         let tensors = [
             ("emb", lay.emb, lay.memb),
