@@ -5,8 +5,8 @@
 //! `SEP_BENCH_FILES="text/book1 binary/obj2"` picks files (relative to target/corpora, or paths).
 //! `SEP_BENCH_THREADS=N` runs sep with N threads (default: every core); `SEP_BENCH_REPS=N` times
 //! every command (sep's and the other tools') N times and keeps the fastest, for noisy machines
-//! (default 1). `SEP_BENCH_LEVELS="1 9"` also runs sep at those levels and adds a levels table
-//! (totals over the files, next to the anchors' totals). The pack column is sep with
+//! (default 1). `SEP_BENCH_LEVELS="1 9 6:trace"` also runs sep at those levels (`N:MODEL`: with
+//! that backbone) and adds a levels table (totals over the files, next to the anchors' totals). The pack column is sep with
 //! `--pack none` (its default is the automatic pack); `SEP_BENCH_PACK=0` leaves it out. Prints
 //! markdown tables;
 //! `SEP_BENCH_OUT=path` also writes them to a file.
@@ -254,10 +254,14 @@ fn main() {
     let mut unpacked_total = 0u64;
     // Per extra level, and per anchor: total archive bytes, compress and decompress seconds,
     // peak KiB.
-    let levels: Vec<u8> = std::env::var("SEP_BENCH_LEVELS")
+    // Each extra run: a level, and a backbone where written `N:MODEL`.
+    let levels: Vec<Vec<String>> = std::env::var("SEP_BENCH_LEVELS")
         .map(|l| {
             l.split_whitespace()
-                .filter_map(|x| x.parse().ok())
+                .map(|x| match x.split_once(':') {
+                    Some((n, model)) => vec![format!("-{n}"), "--model".into(), model.into()],
+                    None => vec![format!("-{x}")],
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -305,8 +309,9 @@ fn main() {
                 })
             })
             .collect();
-        for (level, t) in levels.iter().zip(&mut level_totals) {
-            let (comp, dec, bytes) = sep_run(&[&format!("-{level}")]);
+        for (flags, t) in levels.iter().zip(&mut level_totals) {
+            let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+            let (comp, dec, bytes) = sep_run(&flags);
             t.0 += bytes;
             t.1 += comp.secs;
             t.2 += dec.secs;
@@ -388,7 +393,7 @@ fn main() {
             .zip(&level_totals)
             .map(|(l, t)| {
                 let peak = format!("{:.0}", t.3 as f64 / 1024.0);
-                (format!("sep -{l}"), t.0, t.1, t.2, peak)
+                (format!("sep {}", l.join(" ")), t.0, t.1, t.2, peak)
             })
             .collect();
         let (c, d, p) = default_totals;
