@@ -65,6 +65,8 @@ fn float_kind(d: safetensors::Dtype) -> Kind {
         safetensors::Dtype::BF16 => Kind::Tensor(DType::BF16),
         safetensors::Dtype::F32 => Kind::Tensor(DType::F32),
         safetensors::Dtype::F64 => Kind::Tensor(DType::F64),
+        safetensors::Dtype::F8_E4M3 => Kind::Tensor(DType::F8E4M3),
+        safetensors::Dtype::F8_E5M2 => Kind::Tensor(DType::F8E5M2),
         _ => Kind::General,
     }
 }

@@ -125,20 +125,26 @@ pub fn code_block(
     };
     match kind {
         Kind::Tensor(dtype) => {
+            // The layers over the planes codec look for values that recur among 2^16 or more;
+            // an fp8 value recurs by nature, so fp8 blocks take the planes codec or zstd.
+            let layered = dtype.width() > 1;
             // Values that are integers times a scale (dequantized weights) as integers.
-            let scaled = float::scaled::encode_chosen(data, dtype);
+            let scaled = match layered {
+                true => float::scaled::encode_chosen(data, dtype),
+                false => None,
+            };
             let s = sample(data);
             let share = repeats(&s, dtype.width());
             // Arrays built from a formula as copies of earlier values, where many windows
             // repeat and scaled integers did not apply (dequantized weights repeat too).
-            let copies = match scaled.is_none() && share >= COPIES_MIN {
+            let copies = match layered && scaled.is_none() && share >= COPIES_MIN {
                 true => float::copies::encode_chosen(data, dtype),
                 false => None,
             };
             // Values that recur exactly among mostly distinct ones (never-trained classes, dead
             // channels), where the sample has them and neither scaled integers nor copies
             // applied.
-            let plain = scaled.is_none() && copies.is_none();
+            let plain = layered && scaled.is_none() && copies.is_none();
             let repeated = match plain && (REPEATED_MIN..REPEATED_MAX).contains(&share) {
                 true => match float::repeated::encode_chosen(data, dtype, spare) {
                     Ok(r) => {
@@ -191,6 +197,7 @@ pub fn code_block(
             // tried where scaled integers already won (every measured block: it codes their
             // levels without a palette).
             let recent = match best.codec {
+                _ if !layered => None,
                 Codec::Scaled => None,
                 _ => float::recent::choose(data, dtype, miss_bits, best.len()),
             };

@@ -182,7 +182,7 @@ pub struct Flags {
     /// that cover them.
     #[arg(long, value_name = "START:END", value_parser = parse_range)]
     pub range: Option<std::ops::Range<u64>>,
-    /// The input is a raw array of this float type (f32, f16, bf16, f64).
+    /// The input is a raw array of this float type (f32, f16, bf16, f64, f8e4m3, f8e5m2).
     #[arg(long, value_name = "TYPE")]
     pub dtype: Option<sep::DType>,
     /// Start the model from this pack (`sep pretrain`); decompressing, the pack an archive

@@ -437,3 +437,74 @@ fn safetensors_from_stdin_take_the_tensor_path() {
     ok(&back);
     assert!(back.stdout == odd);
 }
+
+/// `x` as fp8 with `mantissa` bits and exponent bias `bias` (truncated; saturating at the
+/// largest finite value `max`): E4M3 is (3, 7, 448), E5M2 (2, 15, 57344).
+fn to_fp8(x: f32, mantissa: u32, bias: i32, max: f32) -> u8 {
+    let sign = if x.is_sign_negative() { 0x80 } else { 0 };
+    let a = x.abs().min(max);
+    let min_normal = 2f32.powi(1 - bias);
+    if a < min_normal {
+        let step = 2f32.powi(1 - bias - mantissa as i32);
+        return sign | (a / step) as u8;
+    }
+    let e = a.log2().floor() as i32;
+    let m = ((a / 2f32.powi(e) - 1.0) * (1 << mantissa) as f32) as u8;
+    sign | ((e + bias) as u8) << mantissa | m.min((1 << mantissa) - 1)
+}
+
+#[test]
+fn fp8_casts_of_real_weights_take_the_tensor_path_and_shrink() {
+    // MiniLM's f32 weights cast to fp8 with a per-tensor scale (largest magnitude to fp8's
+    // largest), as fp8 checkpoints are made, each tensor beside its f32 scale.
+    let src = fs::read(corpora().join("tensors/minilm-layer0.f32.safetensors")).unwrap();
+    let st = ::safetensors::SafeTensors::deserialize(&src).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (tag, mantissa, bias, max, most) in [
+        ("F8_E4M3", 3, 7, 448.0f32, 87),
+        ("F8_E5M2", 2, 15, 57344.0, 75),
+    ] {
+        let (mut header, mut data) = (Vec::new(), Vec::new());
+        let mut names: Vec<String> = st.names().into_iter().map(String::from).collect();
+        names.sort();
+        for name in names {
+            let t = st.tensor(&name).unwrap();
+            let values: Vec<f32> = t
+                .data()
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            let amax = values.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-30);
+            let scale = amax / max;
+            let start = data.len();
+            data.extend(
+                values
+                    .iter()
+                    .map(|&v| to_fp8(v / scale, mantissa, bias, max)),
+            );
+            let shape: Vec<String> = t.shape().iter().map(|s| s.to_string()).collect();
+            header.push(format!(
+                "\"{name}\":{{\"dtype\":\"{tag}\",\"shape\":[{}],\"data_offsets\":[{start},{}]}}",
+                shape.join(","),
+                data.len()
+            ));
+            let start = data.len();
+            data.extend_from_slice(&scale.to_le_bytes());
+            header.push(format!(
+                "\"{name}.scale\":{{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[{start},{}]}}",
+                data.len()
+            ));
+        }
+        let file = safetensors(&format!("{{{}}}", header.join(",")), &data);
+        let name = format!("minilm.{tag}.safetensors");
+        fs::write(d.join(&name), &file).unwrap();
+        let archive = check_file(d, &name, &[]);
+        assert!(
+            archive.len() * 100 < file.len() * most,
+            "{tag}: {} -> {}",
+            file.len(),
+            archive.len()
+        );
+    }
+}

@@ -399,6 +399,10 @@ pub fn decode(payload: &[u8], raw_len: usize, out: &mut Vec<u8>) -> Result<()> {
     let mut f = PayloadReader::new(payload, "copies");
     let dtype = DType::from_tag(f.take(1)?[0])?;
     let w = dtype.width();
+    // fp8 blocks never take this codec (`choice`).
+    if w == 1 {
+        return Err(Error::Corrupt("copies block: fp8 values".into()));
+    }
     let (n, tail) = f.values_and_tail(w, raw_len)?;
     let p = f.u32()? as usize;
     let m = f.u32()? as usize;

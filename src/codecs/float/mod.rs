@@ -43,12 +43,17 @@ pub enum DType {
     F32,
     /// IEEE double precision.
     F64,
+    /// fp8 E4M3 (the OCP "fn" variant: no infinities, one NaN pattern per sign).
+    F8E4M3,
+    /// fp8 E5M2 (the top byte of an IEEE half).
+    F8E5M2,
 }
 
 impl DType {
     /// Bytes per element.
     pub fn width(self) -> usize {
         match self {
+            DType::F8E4M3 | DType::F8E5M2 => 1,
             DType::F16 | DType::BF16 => 2,
             DType::F32 => 4,
             DType::F64 => 8,
@@ -62,6 +67,8 @@ impl DType {
             DType::BF16 => 2,
             DType::F32 => 3,
             DType::F64 => 4,
+            DType::F8E4M3 => 5,
+            DType::F8E5M2 => 6,
         }
     }
 
@@ -72,6 +79,8 @@ impl DType {
             2 => Ok(DType::BF16),
             3 => Ok(DType::F32),
             4 => Ok(DType::F64),
+            5 => Ok(DType::F8E4M3),
+            6 => Ok(DType::F8E5M2),
             _ => Err(Error::Corrupt(format!("unknown tensor dtype {t}"))),
         }
     }
@@ -83,6 +92,8 @@ impl DType {
             DType::BF16 => "bf16",
             DType::F32 => "f32",
             DType::F64 => "f64",
+            DType::F8E4M3 => "f8e4m3",
+            DType::F8E5M2 => "f8e5m2",
         }
     }
 }
@@ -95,8 +106,10 @@ impl std::str::FromStr for DType {
             "bf16" | "bfloat16" => Ok(DType::BF16),
             "f32" | "fp32" | "float32" => Ok(DType::F32),
             "f64" | "fp64" | "float64" => Ok(DType::F64),
+            "f8e4m3" | "fp8e4m3" | "e4m3" | "float8_e4m3fn" => Ok(DType::F8E4M3),
+            "f8e5m2" | "fp8e5m2" | "e5m2" | "float8_e5m2" => Ok(DType::F8E5M2),
             _ => Err(format!(
-                "unknown dtype '{s}' (expected f16, bf16, f32 or f64)"
+                "unknown dtype '{s}' (expected f16, bf16, f32, f64, f8e4m3 or f8e5m2)"
             )),
         }
     }

@@ -349,6 +349,10 @@ pub fn decode(payload: &[u8], raw_len: usize, out: &mut Vec<u8>) -> Result<()> {
     let mut f = PayloadReader::new(payload, "recent-values");
     let dtype = DType::from_tag(f.take(1)?[0])?;
     let w = dtype.width();
+    // fp8 blocks never take this codec (`choice`).
+    if w == 1 {
+        return Err(corrupt("fp8 values"));
+    }
     let (n, tail) = f.values_and_tail(w, raw_len)?;
     let s = f.take(2)?;
     let size = u16::from_le_bytes([s[0], s[1]]) as usize;

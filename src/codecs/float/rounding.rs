@@ -26,7 +26,8 @@ impl Form {
             DType::F32 => &[Form::F32],
             DType::BF16 => &[Form::Bf16Nearest, Form::Bf16Truncated],
             DType::F16 => &[Form::F16Nearest],
-            DType::F64 => &[],
+            // Integers times a scale are not searched for in f64 or fp8 values.
+            DType::F64 | DType::F8E4M3 | DType::F8E5M2 => &[],
         }
     }
 

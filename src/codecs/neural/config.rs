@@ -73,6 +73,9 @@ const NEURAL_LEVEL: u8 = 3;
 const FLAG_PACK: u8 = 4;
 /// Flag bit of `NEURAL_LEVEL`: the network's backbone is TRACE rather than PAC.
 const FLAG_TRACE: u8 = 8;
+/// Widest TRACE model an archive may ask for: each lane holds width^2 prefix sums, and a
+/// block may have up to 1024 lanes, so this bounds a hostile header's memory (128 MiB).
+pub const TRACE_WIDTH_MAX: u16 = 128;
 
 impl NeuralConfig {
     /// The model of compression level `level` (clamped to `LEVELS`).
@@ -237,6 +240,7 @@ impl NeuralConfig {
             || c.max_lanes > 1024
             || c.min_lane == 0
             || c.net.hidden > 1024
+            || (c.net.backbone == Backbone::Trace && c.net.hidden > TRACE_WIDTH_MAX)
             || !LEVELS.contains(&level)
             || c.contexts == 0
             || c.contexts >> MAX_HASHED != 0
@@ -324,6 +328,12 @@ mod tests {
                 (c.clone(), None)
             );
         }
+        let mut wide = NeuralConfig::for_level(6, Backbone::Trace);
+        wide.params.net.hidden = TRACE_WIDTH_MAX + 1;
+        assert!(
+            NeuralConfig::from_bytes(&wide.to_bytes()).is_err(),
+            "a TRACE wider than its limit accepted"
+        );
         let mut bad = NeuralConfig::for_level(1, Backbone::Pac).to_bytes();
         bad[2] |= FLAG_TRACE;
         assert!(

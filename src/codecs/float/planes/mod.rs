@@ -100,7 +100,8 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: Level, out: &mut
         signed: false,
     };
     let sv = survey::<W>(data, f);
-    f.signed = sv.signed;
+    // An fp8 value's sign is its whole residual: coding it with `M` would leave none.
+    f.signed = sv.signed && f.low() > 0;
     let base = (sv.median as u32).saturating_sub(BELOW_MEDIAN) as u8;
     let mut ctx = Contexts::from_base(base);
     let n = data.len() / W;
@@ -256,7 +257,7 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
     if ways != 32 && ways != 64 {
         return Err(bad("unknown way count"));
     }
-    if top[1] > 1 {
+    if top[1] > 1 || (top[1] == 1 && W == 1) {
         return Err(bad("unknown sign mode"));
     }
     let f = Fields {
@@ -402,6 +403,9 @@ fn encode_to(data: &[u8], dtype: DType, kernel: Level, out: &mut Vec<u8>) {
         DType::BF16 => encode_w::<2, 8>(body, kernel, out),
         DType::F32 => encode_w::<4, 8>(body, kernel, out),
         DType::F64 => encode_w::<8, 8>(body, kernel, out),
+        // fp8: `E` is the top 4 bits below the sign (E5M2's exponent without its last bit),
+        // `M` the sign and the 3 bits below, so a value has no residual.
+        DType::F8E4M3 | DType::F8E5M2 => encode_w::<1, 4>(body, kernel, out),
     }
 }
 
@@ -454,6 +458,7 @@ fn decode_into(
         DType::BF16 => decode_w::<2, 8, u32>(body, n, kernel, out, seen)?,
         DType::F32 => decode_w::<4, 8, u32>(body, n, kernel, out, seen)?,
         DType::F64 => decode_w::<8, 8, u64>(body, n, kernel, out, seen)?,
+        DType::F8E4M3 | DType::F8E5M2 => decode_w::<1, 4, u32>(body, n, kernel, out, seen)?,
     }
     out.extend_from_slice(tail);
     seen(tail);

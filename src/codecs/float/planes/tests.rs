@@ -18,6 +18,10 @@ fn to_bytes(dtype: DType, w: &[f32]) -> Vec<u8> {
             DType::F32 => out.extend_from_slice(&v.to_le_bytes()),
             DType::F64 => out.extend_from_slice(&(v as f64).to_le_bytes()),
             DType::BF16 => out.extend_from_slice(&((v.to_bits() >> 16) as u16).to_le_bytes()),
+            // Truncated fp8 of the value times 64 (weights of about 0.05 spread over the
+            // exponents as scaled fp8 weights do).
+            DType::F8E4M3 => out.push(fp8(v * 64.0, 3, 7)),
+            DType::F8E5M2 => out.push(fp8(v * 64.0, 2, 15)),
             DType::F16 => {
                 // Truncating conversion is enough for test data: exponent rebias + mantissa.
                 let b = v.to_bits();
@@ -33,6 +37,28 @@ fn to_bytes(dtype: DType, w: &[f32]) -> Vec<u8> {
     }
     out
 }
+
+/// `x` as fp8 with `mantissa` bits and exponent bias `bias`, truncated (no overflow here).
+fn fp8(x: f32, mantissa: u32, bias: i32) -> u8 {
+    let sign = if x.is_sign_negative() { 0x80 } else { 0 };
+    let a = x.abs();
+    if a < 2f32.powi(1 - bias) {
+        return sign | (a / 2f32.powi(1 - bias - mantissa as i32)) as u8;
+    }
+    let e = a.log2().floor() as i32;
+    let m = ((a / 2f32.powi(e) - 1.0) * (1 << mantissa) as f32) as u8;
+    sign | ((e + bias) as u8) << mantissa | m.min((1 << mantissa) - 1)
+}
+
+/// Every dtype the planes codec takes.
+const ALL: [DType; 6] = [
+    DType::F16,
+    DType::BF16,
+    DType::F32,
+    DType::F64,
+    DType::F8E4M3,
+    DType::F8E5M2,
+];
 
 #[test]
 fn the_output_is_seen_in_order_as_written() {
@@ -63,7 +89,7 @@ fn the_output_is_seen_in_order_as_written() {
 #[test]
 fn roundtrips_every_dtype_and_compresses() {
     let w = weights(50_000, 5);
-    for dtype in [DType::F16, DType::BF16, DType::F32, DType::F64] {
+    for dtype in ALL {
         let mut data = to_bytes(dtype, &w);
         for extra in [0usize, 1] {
             data.extend(std::iter::repeat_n(0x5a, extra));
@@ -316,7 +342,7 @@ fn sparse_blocks_round_trip() {
                 _ => {}
             }
         }
-        for dtype in [DType::F16, DType::BF16, DType::F32, DType::F64] {
+        for dtype in ALL {
             let data = to_bytes(dtype, &w);
             let packed = encode(&data, dtype);
             for kernel in Level::supported() {
@@ -348,7 +374,7 @@ fn residuals_carried_by_the_start_states_round_trip() {
             w[len - zero_tail.min(len)..]
                 .iter_mut()
                 .for_each(|v| *v = 0.0);
-            for dtype in [DType::BF16, DType::F32, DType::F64] {
+            for dtype in [DType::BF16, DType::F32, DType::F64, DType::F8E4M3] {
                 let data = to_bytes(dtype, &w);
                 let packed = encode(&data, dtype);
                 for kernel in Level::supported() {
@@ -372,6 +398,14 @@ fn sign_mode_follows_the_data() {
         assert_eq!(packed[7], signed);
         assert_eq!(decode(&packed, data.len()).unwrap(), data);
     }
+    // An fp8 value's sign is its whole residual: never coded with `M`, and a payload that
+    // says otherwise is refused.
+    let data = to_bytes(DType::F8E4M3, &skewed_signs(50_000));
+    let mut packed = encode(&data, DType::F8E4M3);
+    assert_eq!(packed[7], 0);
+    assert_eq!(decode(&packed, data.len()).unwrap(), data);
+    packed[7] = 1;
+    assert!(decode(&packed, data.len()).is_err());
 }
 
 #[test]
@@ -380,6 +414,7 @@ fn every_kernel_decodes_the_same() {
     let f32s = with_escapes(70_000);
     let big = with_escapes(270_000);
     let signed = to_bytes(DType::BF16, &skewed_signs(100_000));
+    let fp8 = to_bytes(DType::F8E4M3, &scaled_rows(100_000));
     let rows = to_bytes(DType::F16, &scaled_rows(100_000));
     let rows32 = to_bytes(DType::F32, &scaled_rows(300_000));
     let wide = to_bytes(DType::F32, &wide_rows(200_000));
@@ -396,6 +431,7 @@ fn every_kernel_decodes_the_same() {
         (&f32s, DType::F32),
         (&big, DType::F32),
         (&signed, DType::BF16),
+        (&fp8, DType::F8E4M3),
     ];
     for (data, dtype) in cases {
         let packed = encode_with(data, dtype, crate::simd::level());
