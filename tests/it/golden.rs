@@ -57,6 +57,27 @@ fn mixed_tensors() -> Vec<u8> {
     safetensors(&header, &data)
 }
 
+/// A safetensors file of one fp8 E4M3 tensor of weight-like values (sums of uniform bytes
+/// around the middle exponents) beside its f32 scale.
+fn fp8_tensors() -> Vec<u8> {
+    let mut x = 0xf8_u64;
+    let mut data: Vec<u8> = (0..20_000)
+        .map(|_| {
+            let r = xorshift(&mut x);
+            let magnitude = ((r & 0x3f) + ((r >> 8) & 0x3f) + ((r >> 16) & 0x1f)) as u8;
+            (magnitude.min(0x7e)) | ((r >> 40) as u8 & 0x80)
+        })
+        .collect();
+    let n = data.len();
+    data.extend_from_slice(&0.0123f32.to_le_bytes());
+    let header = format!(
+        "{{\"w\":{{\"dtype\":\"F8_E4M3\",\"shape\":[100,200],\"data_offsets\":[0,{n}]}},\
+         \"w.scale\":{{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[{n},{}]}}}}",
+        n + 4
+    );
+    safetensors(&header, &data)
+}
+
 fn cases() -> Vec<Case> {
     let mut x = 9_u64;
     vec![
@@ -94,6 +115,11 @@ fn cases() -> Vec<Case> {
             name: "copies.safetensors",
             input: stft_file(),
             codecs: &[Codec::Copies],
+        },
+        Case {
+            name: "fp8.safetensors",
+            input: fp8_tensors(),
+            codecs: &[Codec::TensorHeader, Codec::Planes],
         },
     ]
 }
