@@ -4,6 +4,7 @@
 //! a file with tensors, whose speed is the tensor path's.
 
 pub mod detect;
+mod gguf;
 mod sample;
 
 pub use sample::neural_predicted;

@@ -508,3 +508,87 @@ fn fp8_casts_of_real_weights_take_the_tensor_path_and_shrink() {
         );
     }
 }
+
+/// A GGUF file (version 3, data aligned to 32) of `tensors` (name, dims, ggml type, data)
+/// after a little metadata: the architecture and a list of 500 tokens.
+fn gguf(tensors: &[(String, Vec<u64>, u32, Vec<u8>)]) -> Vec<u8> {
+    let string = |out: &mut Vec<u8>, s: &str| {
+        out.extend_from_slice(&(s.len() as u64).to_le_bytes());
+        out.extend_from_slice(s.as_bytes());
+    };
+    let mut out = b"GGUF".to_vec();
+    out.extend_from_slice(&3u32.to_le_bytes());
+    out.extend_from_slice(&(tensors.len() as u64).to_le_bytes());
+    out.extend_from_slice(&2u64.to_le_bytes());
+    string(&mut out, "general.architecture");
+    out.extend_from_slice(&8u32.to_le_bytes());
+    string(&mut out, "bert");
+    string(&mut out, "tokenizer.ggml.tokens");
+    out.extend_from_slice(&9u32.to_le_bytes());
+    out.extend_from_slice(&8u32.to_le_bytes());
+    out.extend_from_slice(&500u64.to_le_bytes());
+    for i in 0..500 {
+        string(&mut out, &format!("tok{i}"));
+    }
+    let mut offset = 0u64;
+    for (name, dims, t, bytes) in tensors {
+        string(&mut out, name);
+        out.extend_from_slice(&(dims.len() as u32).to_le_bytes());
+        for d in dims {
+            out.extend_from_slice(&d.to_le_bytes());
+        }
+        out.extend_from_slice(&t.to_le_bytes());
+        out.extend_from_slice(&offset.to_le_bytes());
+        offset = (offset + bytes.len() as u64).next_multiple_of(32);
+    }
+    for (_, _, _, bytes) in tensors {
+        out.resize(out.len().next_multiple_of(32), 0);
+        out.extend_from_slice(bytes);
+    }
+    out
+}
+
+#[test]
+fn gguf_files_take_the_tensor_path() {
+    // MiniLM's weights as a GGUF file: f32 and bf16 tensors (ggml types 0 and 30), and an
+    // int8 copy of one in Q8_0's layout (type 8: blocks of an f16 scale and 32 int8 values),
+    // which stays general data.
+    let src = fs::read(corpora().join("tensors/minilm-layer0.f32.safetensors")).unwrap();
+    let st = ::safetensors::SafeTensors::deserialize(&src).unwrap();
+    let mut names: Vec<String> = st.names().into_iter().map(String::from).collect();
+    names.sort();
+    let mut tensors = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let t = st.tensor(name).unwrap();
+        let dims: Vec<u64> = t.shape().iter().rev().map(|&d| d as u64).collect();
+        let data = t.data().to_vec();
+        if i % 2 == 0 {
+            tensors.push((name.clone(), dims, 0u32, data));
+        } else {
+            let bf16: Vec<u8> = data.chunks_exact(4).flat_map(|b| [b[2], b[3]]).collect();
+            tensors.push((name.clone(), dims, 30u32, bf16));
+        }
+    }
+    let (_, _, _, first) = tensors[0].clone();
+    let q8: Vec<u8> = first
+        .chunks_exact(4 * 32)
+        .flat_map(|block| {
+            let mut b = vec![0x00, 0x3c];
+            b.extend(block.chunks_exact(4).map(|v| (v[3] ^ v[1]) & 0x7f));
+            b
+        })
+        .collect();
+    let blocks = q8.len() as u64 / 34;
+    tensors.push(("q8".into(), vec![blocks * 32], 8, q8));
+    let file = gguf(&tensors);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("minilm.gguf"), &file).unwrap();
+    let archive = check_file(d, "minilm.gguf", &[]);
+    assert!(
+        archive.len() * 100 < file.len() * 87,
+        "{} -> {}",
+        file.len(),
+        archive.len()
+    );
+}

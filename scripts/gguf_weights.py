@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Writes GGUF files of real weights with the gguf package (llama.cpp's writer): every float
+tensor of each input safetensors file as OUT_DIR/NAME.f32.gguf, NAME.f16.gguf and
+NAME.bf16.gguf, and NAME.q8_0.gguf (2-D tensors quantized to Q8_0, the rest f32), each with
+a little metadata (architecture, name, a tokenizer list of 2,000 made-up tokens).
+Needs numpy and gguf (`pip install gguf`).
+Usage: python3 scripts/gguf_weights.py OUT_DIR FILE.safetensors..."""
+import json
+import os
+import struct
+import sys
+
+import gguf
+import numpy as np
+
+
+def read(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        body = f.read()
+    for name, t in sorted(header.items(), key=lambda kv: kv[1].get("data_offsets", [0])[0] if kv[0] != "__metadata__" else -1):
+        if name == "__metadata__" or t["dtype"] != "F32":
+            continue
+        a, b = t["data_offsets"]
+        yield name, np.frombuffer(body[a:b], dtype=np.float32).reshape(t["shape"])
+
+
+def write(path, base, tensors, kind):
+    w = gguf.GGUFWriter(path, "bert")
+    w.add_name(base)
+    w.add_token_list([f"tok{i:04d}" for i in range(2000)])
+    for name, a in tensors:
+        if kind == "f32":
+            w.add_tensor(name, a)
+        elif kind == "f16":
+            w.add_tensor(name, a.astype(np.float16))
+        elif kind == "bf16":
+            q = gguf.quants.quantize(a, gguf.GGMLQuantizationType.BF16)
+            w.add_tensor(name, q, raw_shape=q.shape, raw_dtype=gguf.GGMLQuantizationType.BF16)
+        elif a.ndim == 2 and a.shape[-1] % 32 == 0:
+            q = gguf.quants.quantize(a, gguf.GGMLQuantizationType.Q8_0)
+            w.add_tensor(name, q, raw_shape=q.shape, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+        else:
+            w.add_tensor(name, a)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    for path in sys.argv[2:]:
+        tensors = list(read(path))
+        base = os.path.basename(path).split(".")[0]
+        for kind in ["f32", "f16", "bf16", "q8_0"]:
+            write(os.path.join(out, f"{base}.{kind}.gguf"), base, tensors, kind)
+
+
+if __name__ == "__main__":
+    main()
