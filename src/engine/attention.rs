@@ -10,7 +10,7 @@
 //! Like `kernels`, every function is compiled per SIMD level and computes the same bits on each:
 //! no FMA contraction, reductions in the engine's fixed order.
 
-use super::kernels::{dot_fixed, exp_fixed, sum_fixed};
+use super::kernels::{dot_fixed, exp_fixed, sigmoid, sum_fixed};
 use crate::simd::leveled;
 
 /// Added to the attention denominator so an empty history reads as zero.
@@ -19,11 +19,6 @@ pub const ATTEND_EPS: f32 = 1e-4;
 const NORM_EPS: f32 = 1e-5;
 /// Slope of the sigmoid in the GELU approximation `x * sigmoid(1.702 x)`.
 const GELU_K: f32 = 1.702;
-
-#[inline(always)]
-fn sigmoid(x: f32) -> f32 {
-    1.0 / (1.0 + exp_fixed(-x))
-}
 
 leveled! {
     /// Normalises each row of `x` (rows x n) to zero mean and unit variance, then scales by

@@ -93,6 +93,12 @@ pub fn exp_fixed(x: f32) -> f32 {
     p * f32::from_bits(bits)
 }
 
+/// The logistic function 1 / (1 + e^-x), on the engine's exp.
+#[inline(always)]
+pub fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + exp_fixed(-x))
+}
+
 /// Natural logarithm for x > 0 (x <= 0 gives -88, the engine's floor). Deterministic.
 #[inline(always)]
 pub fn ln_fixed(x: f32) -> f32 {

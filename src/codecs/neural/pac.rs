@@ -7,7 +7,7 @@ use super::lanes::Lanes;
 use super::network::NetConfig;
 use super::train::{add_rows, Rng, Trainer};
 use crate::engine::kernels::{
-    exp_fixed, matmul_acc, outer_acc, relu, relu_backward, softmax_rows, transpose,
+    matmul_acc, outer_acc, relu, relu_backward, sigmoid, softmax_rows, transpose,
 };
 
 /// Bytes of history the patches cover.
@@ -101,10 +101,6 @@ pub struct Pac {
     w2t: Vec<f32>,
     w1t: Vec<f32>,
     wft: Vec<f32>,
-}
-
-fn sigmoid(x: f32) -> f32 {
-    1.0 / (1.0 + exp_fixed(-x))
 }
 
 impl Pac {
@@ -415,6 +411,7 @@ impl Pac {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codecs::neural::train::tests::check_tensors;
 
     /// Loss -sum ln p[y] of one forward pass over `lanes` lanes at `step`.
     fn loss(
@@ -474,44 +471,16 @@ mod tests {
             ("w2", lay.w2, lay.b2),
             ("b2", lay.b2, lay.len),
         ];
-        let h = 2e-3f32;
-        for (name, from, to) in tensors {
-            // The parameters with the largest analytic gradient in each tensor are checked.
-            let mut idx: Vec<usize> = (from..to).collect();
-            idx.sort_by(|&a, &b| analytic[b].abs().total_cmp(&analytic[a].abs()));
-            assert!(analytic[idx[0]] != 0.0, "{name}: no gradient at all");
-            let mut checked = 0;
-            for &i in idx.iter().take(24) {
-                if checked == 6 {
-                    break;
-                }
-                let keep = net.p[i];
-                net.p[i] = keep + h;
-                net.refresh_transposes();
-                let up = loss(&mut net, &hist, &lanes, step, &m, &y);
-                let same_up = net.kept == kept;
-                net.p[i] = keep - h;
-                net.refresh_transposes();
-                let down = loss(&mut net, &hist, &lanes, step, &m, &y);
-                let same_down = net.kept == kept;
-                net.p[i] = keep;
-                // The top-k patch selection is piecewise constant: skip steps that cross it.
-                if !(same_up && same_down) {
-                    continue;
-                }
-                checked += 1;
-                let fd = (up - down) / (2.0 * h as f64);
-                let a = analytic[i] as f64;
-                assert!(
-                    (fd - a).abs() <= 2e-2 * a.abs().max(fd.abs()) + 2e-3,
-                    "{name}[{}]: analytic {a}, finite difference {fd}",
-                    i - from
-                );
-            }
-            assert!(
-                checked >= 3 || to - from < 6,
-                "{name}: only {checked} parameters checked"
-            );
-        }
+        check_tensors(
+            &mut net,
+            &tensors,
+            &analytic,
+            |n| &mut n.p,
+            |n| {
+                n.refresh_transposes();
+                let l = loss(n, &hist, &lanes, step, &m, &y);
+                (l, n.kept == kept)
+            },
+        );
     }
 }

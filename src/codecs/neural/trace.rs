@@ -22,7 +22,7 @@ use crate::engine::attention::{
     layer_norm, layer_norm_backward, AttendGrads, NormGrads, Own, Readout,
 };
 use crate::engine::kernels::{
-    dot_fixed, exp_fixed, matmul_acc, outer_acc, relu, relu_backward, softmax_rows, transpose,
+    dot_fixed, matmul_acc, outer_acc, relu, relu_backward, sigmoid, softmax_rows, transpose,
 };
 
 /// Bytes of history the attention window covers (one token per position).
@@ -203,10 +203,6 @@ struct Transposes {
     wk: Vec<f32>,
     wv: Vec<f32>,
     wf: Vec<f32>,
-}
-
-fn sigmoid(x: f32) -> f32 {
-    1.0 / (1.0 + exp_fixed(-x))
 }
 
 impl Trace {
@@ -756,6 +752,7 @@ impl Trace {
 mod tests {
     use super::*;
     use crate::codecs::neural::network::Backbone;
+    use crate::codecs::neural::train::tests::check_tensors;
 
     /// Loss -sum ln p[y] of one forward pass over the lanes at `step`.
     fn loss(
@@ -828,42 +825,17 @@ mod tests {
             ("wh", lay.wh, lay.bh),
             ("bh", lay.bh, lay.len),
         ];
-        let h = 2e-3f32;
-        for (name, from, to) in tensors {
-            let mut idx: Vec<usize> = (from..to).collect();
-            idx.sort_by(|&a, &b| analytic[b].abs().total_cmp(&analytic[a].abs()));
-            assert!(analytic[idx[0]] != 0.0, "{name}: no gradient at all");
-            let mut checked = 0;
-            for &i in idx.iter().take(24) {
-                if checked == 6 {
-                    break;
-                }
-                let keep = net.p[i];
-                net.p[i] = keep + h;
-                let up = loss(&mut net, &hist, &lanes, step, &m, &y);
-                let same_up = net.kept == kept;
-                net.p[i] = keep - h;
-                let down = loss(&mut net, &hist, &lanes, step, &m, &y);
-                let same_down = net.kept == kept;
-                net.p[i] = keep;
-                // Which tokens the gate keeps is piecewise constant: skip steps that cross it.
-                if !(same_up && same_down) {
-                    continue;
-                }
-                checked += 1;
-                let fd = (up - down) / (2.0 * h as f64);
-                let a = analytic[i] as f64;
-                assert!(
-                    (fd - a).abs() <= 2e-2 * a.abs().max(fd.abs()) + 2e-3,
-                    "{name}[{}]: analytic {a}, finite difference {fd}",
-                    i - from
-                );
-            }
-            assert!(
-                checked >= 3 || to - from < 6,
-                "{name}: only {checked} parameters checked"
-            );
-        }
+        // Which tokens the gate keeps is piecewise constant: steps that change it are skipped.
+        check_tensors(
+            &mut net,
+            &tensors,
+            &analytic,
+            |n| &mut n.p,
+            |n| {
+                let l = loss(n, &hist, &lanes, step, &m, &y);
+                (l, n.kept == kept)
+            },
+        );
     }
 
     #[test]

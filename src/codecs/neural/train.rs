@@ -127,3 +127,55 @@ impl Trainer {
         true
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    /// Checks a network's `analytic` gradient against central finite differences of `loss`,
+    /// tensor by tensor (name, start, end in the flat parameters `param` gives), on up to 6 of
+    /// each tensor's 24 parameters of largest gradient. `loss` returns the loss at the current
+    /// parameters and whether the network's discrete choices (which patches or tokens its gate
+    /// keeps) are those of the analytic pass; a step that changes them is skipped, as the
+    /// choice is piecewise constant. At least 3 parameters of each tensor of 6 or more must
+    /// be checked.
+    pub(crate) fn check_tensors<N>(
+        net: &mut N,
+        tensors: &[(&str, usize, usize)],
+        analytic: &[f32],
+        param: impl Fn(&mut N) -> &mut [f32],
+        mut loss: impl FnMut(&mut N) -> (f64, bool),
+    ) {
+        let h = 2e-3f32;
+        for &(name, from, to) in tensors {
+            let mut idx: Vec<usize> = (from..to).collect();
+            idx.sort_by(|&a, &b| analytic[b].abs().total_cmp(&analytic[a].abs()));
+            assert!(analytic[idx[0]] != 0.0, "{name}: no gradient at all");
+            let mut checked = 0;
+            for &i in idx.iter().take(24) {
+                if checked == 6 {
+                    break;
+                }
+                let keep = param(net)[i];
+                param(net)[i] = keep + h;
+                let (up, same_up) = loss(net);
+                param(net)[i] = keep - h;
+                let (down, same_down) = loss(net);
+                param(net)[i] = keep;
+                if !(same_up && same_down) {
+                    continue;
+                }
+                checked += 1;
+                let fd = (up - down) / (2.0 * h as f64);
+                let a = analytic[i] as f64;
+                assert!(
+                    (fd - a).abs() <= 2e-2 * a.abs().max(fd.abs()) + 2e-3,
+                    "{name}[{}]: analytic {a}, finite difference {fd}",
+                    i - from
+                );
+            }
+            assert!(
+                checked >= 3 || to - from < 6,
+                "{name}: only {checked} parameters checked"
+            );
+        }
+    }
+}
