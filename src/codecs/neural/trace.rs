@@ -533,8 +533,8 @@ impl Trace {
         for l in 0..a {
             let pos = self.pos[l];
             let slot = pos % self.window;
+            // `forward` freed the slot (its token left the window).
             let m = &mut self.memory[l];
-            m.forget(slot, d);
             if let Some(i) = self.kept_at[l] {
                 m.at[slot] = Some(pos);
                 m.phi_k[slot * d..slot * d + d].copy_from_slice(&self.phi_k[i * d..i * d + d]);
