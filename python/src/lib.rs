@@ -88,40 +88,51 @@ fn decode_options(threads: Option<usize>, packs: Vec<String>) -> PyResult<Option
     Ok(o)
 }
 
-/// Writes `dst` through `write`, via a temporary file beside it renamed into place when
-/// `write` succeeds; an existing `dst` is an error unless `overwrite`.
+/// Writes `dst` through `write`, via a temporary file beside it (`.NAME.XXXXXX.sep-partial`,
+/// as the command line names it) renamed into place when `write` succeeds and removed
+/// otherwise; an existing `dst` is an error unless `overwrite`.
 fn write_file<T>(
     dst: &Path,
     overwrite: bool,
-    write: impl FnOnce(&mut BufWriter<File>) -> sep::Result<T>,
+    write: impl FnOnce(&mut BufWriter<&File>) -> sep::Result<T>,
 ) -> PyResult<T> {
-    if !overwrite && dst.exists() {
-        return Err(SepError::new_err(format!(
+    let exists = || {
+        SepError::new_err(format!(
             "{}: already exists (overwrite=True replaces it)",
             dst.display()
-        )));
+        ))
+    };
+    if !overwrite && dst.exists() {
+        return Err(exists());
     }
     let dir = match dst.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
     };
     let name = dst
         .file_name()
         .map_or("out".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let file = File::create(&tmp).map_err(|e| io_error(&tmp, e))?;
-        let mut out = BufWriter::new(file);
-        let value = write(&mut out).map_err(error)?;
-        out.flush().map_err(|e| io_error(&tmp, e))?;
-        out.get_ref().sync_all().map_err(|e| io_error(&tmp, e))?;
-        std::fs::rename(&tmp, dst).map_err(|e| io_error(dst, e))?;
-        Ok(value)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".sep-partial")
+        .tempfile_in(dir)
+        .map_err(|e| io_error(dir, e))?;
+    let mut out = BufWriter::new(tmp.as_file());
+    let value = write(&mut out).map_err(error)?;
+    out.flush().map_err(|e| io_error(tmp.path(), e))?;
+    drop(out);
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| io_error(tmp.path(), e))?;
+    let placed = match overwrite {
+        true => tmp.persist(dst).map(|_| ()),
+        false => tmp.persist_noclobber(dst).map(|_| ()),
+    };
+    match placed {
+        Ok(()) => Ok(value),
+        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Err(exists()),
+        Err(e) => Err(io_error(dst, e.error)),
     }
-    result
 }
 
 /// Maps `path` for reading.
