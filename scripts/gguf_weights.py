@@ -5,25 +5,13 @@ NAME.bf16.gguf, and NAME.q8_0.gguf (2-D tensors quantized to Q8_0, the rest f32)
 a little metadata (architecture, name, a tokenizer list of 2,000 made-up tokens).
 Needs numpy and gguf (`pip install gguf`).
 Usage: python3 scripts/gguf_weights.py OUT_DIR FILE.safetensors..."""
-import json
 import os
-import struct
 import sys
 
 import gguf
 import numpy as np
 
-
-def read(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        body = f.read()
-    for name, t in sorted(header.items(), key=lambda kv: kv[1].get("data_offsets", [0])[0] if kv[0] != "__metadata__" else -1):
-        if name == "__metadata__" or t["dtype"] != "F32":
-            continue
-        a, b = t["data_offsets"]
-        yield name, np.frombuffer(body[a:b], dtype=np.float32).reshape(t["shape"])
+from tensorfile import read_floats
 
 
 def write(path, base, tensors, kind):
@@ -53,7 +41,7 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     for path in sys.argv[2:]:
-        tensors = list(read(path))
+        tensors = [(name, a) for name, dtype, a in read_floats(path) if dtype == "F32"]
         base = os.path.basename(path).split(".")[0]
         for kind in ["f32", "f16", "bf16", "q8_0"]:
             write(os.path.join(out, f"{base}.{kind}.gguf"), base, tensors, kind)
