@@ -62,6 +62,9 @@ pub enum Error {
         /// The pack's SHA-256, in hex.
         sha256: String,
     },
+    /// The GPU could not be used: no driver or GPU, a failed compilation, launch or copy.
+    #[error("GPU: {0}")]
+    Device(String),
 }
 
 /// Result alias used across the library.

@@ -5,6 +5,8 @@
 //! are identical whatever SIMD level (`crate::simd`) runs them.
 
 pub mod attention;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod kernels;
 
 /// Determinism version of the engine (kernels, the predictor's fixed parts and its update
