@@ -5,6 +5,7 @@
 
 pub mod detect;
 mod gguf;
+mod onnx;
 mod sample;
 
 pub use sample::neural_predicted;

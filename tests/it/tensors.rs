@@ -592,3 +592,102 @@ fn gguf_files_take_the_tensor_path() {
         archive.len()
     );
 }
+
+/// A protobuf field: key, then a varint value or a length-delimited payload.
+fn proto_varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn proto_len(number: u64, payload: &[u8], out: &mut Vec<u8>) {
+    proto_varint(number << 3 | 2, out);
+    proto_varint(payload.len() as u64, out);
+    out.extend_from_slice(payload);
+}
+
+/// An ONNX model (ModelProto, as onnx writes it: ir_version first) whose graph holds
+/// `(name, dims, data_type, raw_data)` tensors: even ones as initializers, odd ones as the
+/// values of Constant nodes.
+fn onnx(tensors: &[(String, Vec<u64>, u64, Vec<u8>)]) -> Vec<u8> {
+    let mut graph = Vec::new();
+    let mut inits = Vec::new();
+    for (i, (name, dims, dtype, raw)) in tensors.iter().enumerate() {
+        let mut t = Vec::new();
+        for &d in dims {
+            proto_varint(1 << 3, &mut t);
+            proto_varint(d, &mut t);
+        }
+        proto_varint(2 << 3, &mut t);
+        proto_varint(*dtype, &mut t);
+        proto_len(8, name.as_bytes(), &mut t);
+        proto_len(9, raw, &mut t);
+        if i % 2 == 0 {
+            proto_len(5, &t, &mut inits);
+        } else {
+            let mut attr = Vec::new();
+            proto_len(1, b"value", &mut attr);
+            proto_len(5, &t, &mut attr);
+            let mut node = Vec::new();
+            proto_len(2, name.as_bytes(), &mut node);
+            proto_len(4, b"Constant", &mut node);
+            proto_len(5, &attr, &mut node);
+            proto_len(1, &node, &mut graph);
+        }
+    }
+    proto_len(2, b"minilm", &mut graph);
+    graph.extend_from_slice(&inits);
+    let mut m = Vec::new();
+    proto_varint(1 << 3, &mut m);
+    proto_varint(8, &mut m);
+    proto_len(2, b"sep tests", &mut m);
+    proto_len(7, &graph, &mut m);
+    m
+}
+
+#[test]
+fn onnx_models_take_the_tensor_path() {
+    // MiniLM's weights as an ONNX model: f32 initializers, bf16 Constant nodes (data types 1
+    // and 16), and an int64 tensor, which stays general data.
+    let src = fs::read(corpora().join("tensors/minilm-layer0.f32.safetensors")).unwrap();
+    let st = ::safetensors::SafeTensors::deserialize(&src).unwrap();
+    let mut names: Vec<String> = st.names().into_iter().map(String::from).collect();
+    names.sort();
+    let mut tensors = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let t = st.tensor(name).unwrap();
+        let dims: Vec<u64> = t.shape().iter().map(|&d| d as u64).collect();
+        let data = t.data().to_vec();
+        match i % 2 {
+            0 => tensors.push((name.clone(), dims, 1u64, data)),
+            _ => {
+                let bf16: Vec<u8> = data.chunks_exact(4).flat_map(|b| [b[2], b[3]]).collect();
+                tensors.push((name.clone(), dims, 16u64, bf16));
+            }
+        }
+    }
+    let ids: Vec<u8> = (0..4096u64)
+        .flat_map(|i| (i * 7 % 1000).to_le_bytes())
+        .collect();
+    tensors.push(("position_ids".into(), vec![4096], 7, ids));
+    let file = onnx(&tensors);
+    let l = layout(&file, None);
+    let floats: u64 = l
+        .iter()
+        .filter(|s| matches!(s.kind, Kind::Tensor(_)))
+        .map(|s| s.len)
+        .sum();
+    assert!(floats * 10 > file.len() as u64 * 9, "{l:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("minilm.onnx"), &file).unwrap();
+    let archive = check_file(d, "minilm.onnx", &[]);
+    assert!(
+        archive.len() * 100 < file.len() * 87,
+        "{} -> {}",
+        file.len(),
+        archive.len()
+    );
+}
