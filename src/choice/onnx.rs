@@ -145,7 +145,7 @@ fn tensor(data: &[u8], start: usize, end: usize, found: &mut Vec<(u64, u64, DTyp
             _ => true,
         };
         let len = (e - s) as u64;
-        if typed && len >= MIN_TENSOR && len % d.width() as u64 == 0 {
+        if typed && len >= MIN_TENSOR && len.is_multiple_of(d.width() as u64) {
             found.push((s as u64, len, d));
         }
     }
