@@ -1,6 +1,6 @@
 //! Finds the float arrays in an input: a safetensors file (header parsed by the `safetensors`
 //! crate), a .npy file (its header parsed here), a .npz file, a GGUF file (`gguf`), an ONNX
-//! model (`onnx`), or a raw array of a dtype the user names.
+//! model (`onnx`), a CTranslate2 model (`ct2`), or a raw array of a dtype the user names.
 
 use crate::codecs::float::DType;
 use std::io::Read;
@@ -33,6 +33,7 @@ pub fn layout(data: &[u8], raw: Option<DType>) -> Vec<Segment> {
         .or_else(|| npz(data))
         .or_else(|| super::gguf::parts(data))
         .or_else(|| super::onnx::parts(data))
+        .or_else(|| super::ct2::parts(data))
         .unwrap_or_else(|| match raw {
             Some(d) => vec![(data.len() as u64, Kind::Tensor(d))],
             None => vec![(data.len() as u64, Kind::General)],

@@ -3,6 +3,7 @@
 //! and the slow neural model is only run where its predicted gain pays for its time: never in
 //! a file with tensors, whose speed is the tensor path's.
 
+mod ct2;
 pub mod detect;
 mod gguf;
 mod onnx;
@@ -42,6 +43,14 @@ const REPEATED_MARGIN: f64 = 0.997;
 /// sightings, mostly), but the sample's pieces see far fewer repeats than the whole block
 /// (silero's STFT basis: 0.23 against 0.83; trained weights: at most 0.02).
 const COPIES_MIN: f64 = 0.1;
+/// Share of a 16-bit block on which copies are tried first (`copies_promise`), and the
+/// fewest bytes tried (a table's rows must fit several times).
+const COPIES_SLICE: usize = 64;
+const COPIES_SLICE_MIN: usize = 16 << 10;
+/// The share of the planes codec's size under which copies on a slice promise enough to be
+/// tried on the whole block: a table's first rows are mostly literals (silero's STFT basis in
+/// f16: 0.52 on the slice, 0.12 on the whole), trained weights make more than 0.85.
+const COPIES_PROMISE: f64 = 0.75;
 /// The planes codec is skipped where copies are below this share of the size predicted for it
 /// (silero's STFT basis: 0.11).
 const COPIES_MARGIN: f64 = 0.5;
@@ -70,6 +79,21 @@ const GUESS_HANDICAP: f64 = 0.03;
 /// middle of each file of the binary corpora, whose structure the neural codec finds: 4%
 /// (binary/geo) to 74% under).
 const FLAT: f64 = 0.01;
+
+/// Whether the copies layer makes under `COPIES_PROMISE` of what the planes codec makes of a
+/// slice of `data` (its start: `1 / COPIES_SLICE` of it, at least `COPIES_SLICE_MIN` bytes).
+fn copies_promise(data: &[u8], dtype: DType) -> bool {
+    let w = dtype.width();
+    let cut = (data.len() / COPIES_SLICE)
+        .max(COPIES_SLICE_MIN)
+        .min(data.len())
+        / w
+        * w;
+    let part = &data[..cut];
+    float::copies::encode_chosen(part, dtype).is_some_and(|c| {
+        (c.len() as f64) < COPIES_PROMISE * float::encode(part, dtype).len() as f64
+    })
+}
 
 /// zstd-compressed `data`, or `None` if zstd fails (it does not on valid input).
 fn zstd(data: &[u8]) -> Option<Vec<u8>> {
@@ -139,7 +163,11 @@ pub fn code_block(
             let share = repeats(&s, dtype.width());
             // Arrays built from a formula as copies of earlier values, where many windows
             // repeat and scaled integers did not apply (dequantized weights repeat too).
-            let copies = match layered && scaled.is_none() && share >= COPIES_MIN {
+            // A 16-bit table's pairs of values rarely repeat even where its values do (silero's
+            // STFT basis in f16: 0.027, as low as trained weights), so there copies are first
+            // tried on a slice.
+            let tried = share >= COPIES_MIN || dtype.width() == 2 && copies_promise(data, dtype);
+            let copies = match layered && scaled.is_none() && tried {
                 true => float::copies::encode_chosen(data, dtype),
                 false => None,
             };
@@ -379,6 +407,31 @@ mod tests {
             payload.len(),
             z.len()
         );
+    }
+
+    #[test]
+    fn structured_16_bit_tensors_go_to_copies() {
+        // The same basis in f16 and bf16 (truncated: the table's values still recur), whose
+        // pairs of values hardly repeat in the sample: copies are found by their slice.
+        let data = crate::testing::stft_basis(256);
+        for dtype in [DType::F16, DType::BF16] {
+            let half: Vec<u8> = data
+                .chunks_exact(4)
+                .flat_map(|b| {
+                    let x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                    match dtype {
+                        DType::F16 => (float::rounding::f16_nearest(x) as u16).to_le_bytes(),
+                        _ => [b[2], b[3]],
+                    }
+                })
+                .collect();
+            assert!(repeats(&sample(&half), 2) < COPIES_MIN, "{dtype:?}");
+            let backend = crate::codecs::neural::CpuBackend::default();
+            let model = NeuralConfig::default();
+            let kind = Kind::Tensor(dtype);
+            let (codec, _) = code_block(&half, kind, true, &backend, &model, &|_| {}, Vec::new());
+            assert_eq!(codec, Codec::Copies, "{dtype:?}");
+        }
     }
 
     #[test]

@@ -691,3 +691,73 @@ fn onnx_models_take_the_tensor_path() {
         archive.len()
     );
 }
+
+/// A CTranslate2 model file (binary version 6) of `(name, dims, type id, bytes)` variables and
+/// one alias, laid out as CTranslate2's serializer writes it.
+fn ct2(vars: &[(String, Vec<u32>, u8, Vec<u8>)]) -> Vec<u8> {
+    let string = |out: &mut Vec<u8>, s: &str| {
+        out.extend_from_slice(&(s.len() as u16 + 1).to_le_bytes());
+        out.extend_from_slice(s.as_bytes());
+        out.push(0);
+    };
+    let mut out = 6u32.to_le_bytes().to_vec();
+    string(&mut out, "TransformerEncoderModelSpec");
+    out.extend_from_slice(&1u32.to_le_bytes());
+    out.extend_from_slice(&(vars.len() as u32).to_le_bytes());
+    for (name, dims, t, bytes) in vars {
+        string(&mut out, name);
+        out.push(dims.len() as u8);
+        for d in dims {
+            out.extend_from_slice(&d.to_le_bytes());
+        }
+        out.push(*t);
+        out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+        out.extend_from_slice(bytes);
+    }
+    out.extend_from_slice(&1u32.to_le_bytes());
+    string(&mut out, "decoder/embeddings/weight");
+    string(&mut out, &vars[0].0);
+    out
+}
+
+#[test]
+fn ctranslate2_models_take_the_tensor_path() {
+    // MiniLM's weights as a CTranslate2 model: f32 and f16 variables (type ids 0 and 4), and
+    // an int8 copy of one (type 1), which stays general data.
+    let src = fs::read(corpora().join("tensors/minilm-layer0.f32.safetensors")).unwrap();
+    let st = ::safetensors::SafeTensors::deserialize(&src).unwrap();
+    let mut names: Vec<String> = st.names().into_iter().map(String::from).collect();
+    names.sort();
+    let mut vars = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let t = st.tensor(name).unwrap();
+        let dims: Vec<u32> = t.shape().iter().map(|&d| d as u32).collect();
+        let data = t.data().to_vec();
+        if i % 2 == 0 {
+            vars.push((name.replace('.', "/"), dims, 0u8, data));
+        } else {
+            let f16: Vec<u8> = data
+                .chunks_exact(4)
+                .flat_map(|b| {
+                    let x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                    (sep::internals::codecs::float::rounding::f16_nearest(x) as u16).to_le_bytes()
+                })
+                .collect();
+            vars.push((name.replace('.', "/"), dims, 4u8, f16));
+        }
+    }
+    let int8: Vec<u8> = vars[0].3.chunks_exact(4).map(|v| v[3] ^ v[1]).collect();
+    let n = int8.len() as u32;
+    vars.push(("encoder/int8/weight".into(), vec![n], 1, int8));
+    let file = ct2(&vars);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("model.bin"), &file).unwrap();
+    let archive = check_file(d, "model.bin", &[]);
+    assert!(
+        archive.len() * 100 < file.len() * 87,
+        "{} -> {}",
+        file.len(),
+        archive.len()
+    );
+}
