@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """CTranslate2 model files (model.bin) of real weights, written by CTranslate2's own serializer
 and quantizer: every float tensor of a safetensors file as a variable of a model spec, saved as
-float32, float16 and int8 (int8 weights with float32 scales, `int8_float32`); bfloat16 needs
-torch in CTranslate2, which is not installed here.
+float32 and float16 (bfloat16 needs torch in CTranslate2, which does not install here; int8
+applies only to the weights of an architecture's linear layers, which this generic spec has none
+of).
 Needs: pip install ctranslate2 numpy safetensors (ctranslate2 imports without torch).
 Usage: python3 scripts/ct2_models.py OUT_DIR FILE.safetensors...
 Writes OUT_DIR/NAME.QUANT.ct2.bin (the model.bin of each conversion)."""
@@ -35,12 +36,11 @@ for path in sys.argv[2:]:
         if v.dtype.kind == "f"
     }
     base = os.path.basename(path).split(".")[0]
-    for quant in ("float32", "float16", "int8_float32"):
+    for quant in ("float32", "float16"):
         spec = WeightsSpec(arrays)
         spec.validate()
         spec.optimize(quantization=quant)
         with tempfile.TemporaryDirectory() as d:
             spec.save(d)
-            name = quant.split("_")[0]
-            shutil.copyfile(f"{d}/model.bin", f"{out_dir}/{base}.{name}.ct2.bin")
+            shutil.copyfile(f"{d}/model.bin", f"{out_dir}/{base}.{quant}.ct2.bin")
     print(base)

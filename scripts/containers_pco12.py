@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""pcodec level 12 on the float tensors of ONNX models and CTranslate2 model files, the rest
+of each file counted as it is (as scripts/pco12.py does for safetensors): the anchor for sep's
+container detection. Needs: pip install numpy pcodec onnx.
+Usage: python3 scripts/containers_pco12.py FILE.onnx|model.bin..."""
+import struct, sys
+import numpy as np
+from pcodec import standalone, ChunkConfig
+
+# f32, f16 as themselves; bf16 as uint16 (pcodec has no bf16).
+NP = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}
+
+
+def onnx_tensors(path):
+    import onnx
+
+    m = onnx.load(path)
+    ts = list(m.graph.initializer)
+    for node in m.graph.node:
+        for at in node.attribute:
+            if at.type == onnx.AttributeProto.TENSOR:
+                ts.append(at.t)
+    kinds = {1: "f32", 10: "f16", 16: "bf16"}
+    for t in ts:
+        if t.data_type in kinds:
+            raw = t.raw_data or np.array(t.float_data, dtype=np.float32).tobytes()
+            yield kinds[t.data_type], raw
+
+
+def ct2_tensors(path):
+    b = open(path, "rb").read()
+    at = 4
+
+    def string():
+        nonlocal at
+        n = struct.unpack_from("<H", b, at)[0]
+        at += 2 + n
+
+    string()
+    at += 4
+    (count,) = struct.unpack_from("<I", b, at)
+    at += 4
+    kinds = {0: "f32", 4: "f16", 5: "bf16"}
+    for _ in range(count):
+        string()
+        rank = b[at]
+        at += 1 + 4 * rank
+        t = b[at]
+        (n,) = struct.unpack_from("<I", b, at + 1)
+        at += 5
+        if t in kinds:
+            yield kinds[t], b[at : at + n]
+        at += n
+
+
+for f in sys.argv[1:]:
+    size = len(open(f, "rb").read())
+    tensors = onnx_tensors(f) if f.endswith(".onnx") else ct2_tensors(f)
+    out = size
+    for kind, raw in tensors:
+        arr = np.frombuffer(raw, dtype=NP[kind])
+        if arr.size == 0:
+            continue
+        c = standalone.simple_compress(arr, ChunkConfig(compression_level=12))
+        out += len(c) - len(raw)
+    print(f"{f} pcodec-12 bytes {out}")
