@@ -14,12 +14,21 @@ NP = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}
 def onnx_tensors(path):
     import onnx
 
-    m = onnx.load(path)
-    ts = list(m.graph.initializer)
-    for node in m.graph.node:
-        for at in node.attribute:
-            if at.type == onnx.AttributeProto.TENSOR:
-                ts.append(at.t)
+    ts = []
+
+    def walk(g):
+        ts.extend(g.initializer)
+        for node in g.node:
+            for at in node.attribute:
+                if at.type == onnx.AttributeProto.TENSOR:
+                    ts.append(at.t)
+                elif at.type == onnx.AttributeProto.GRAPH:
+                    walk(at.g)
+                elif at.type == onnx.AttributeProto.GRAPHS:
+                    for sub in at.graphs:
+                        walk(sub)
+
+    walk(onnx.load(path).graph)
     kinds = {1: "f32", 10: "f16", 16: "bf16"}
     for t in ts:
         if t.data_type in kinds:

@@ -8,7 +8,7 @@
 //! path; the rest (names, integer and quantized weights) stays general data. A file must end
 //! where its last alias does, and each variable's byte count match its shape.
 
-use super::detect::Kind;
+use super::detect::{around, Kind};
 use crate::codecs::float::DType;
 
 /// Variables smaller than this stay in the general data around them.
@@ -100,18 +100,10 @@ pub fn parts(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
         r.string()?;
         r.string()?;
     }
-    if r.at != data.len() || floats.is_empty() {
+    if r.at != data.len() {
         return None;
     }
-    let mut parts = Vec::new();
-    let mut at = 0u64;
-    for (start, bytes, d) in floats {
-        parts.push((start - at, Kind::General));
-        parts.push((bytes, Kind::Tensor(d)));
-        at = start + bytes;
-    }
-    parts.push((data.len() as u64 - at, Kind::General));
-    Some(parts)
+    around(data.len() as u64, floats)
 }
 
 #[cfg(test)]

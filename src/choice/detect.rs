@@ -1,6 +1,7 @@
 //! Finds the float arrays in an input: a safetensors file (header parsed by the `safetensors`
 //! crate), a .npy file (its header parsed here), a .npz file, a GGUF file (`gguf`), an ONNX
-//! model (`onnx`), a CTranslate2 model (`ct2`), or a raw array of a dtype the user names.
+//! model (`onnx`), a CTranslate2 model (`ct2`), a PyTorch checkpoint (`torch`), or a raw array
+//! of a dtype the user names.
 
 use crate::codecs::float::DType;
 use std::io::Read;
@@ -34,6 +35,7 @@ pub fn layout(data: &[u8], raw: Option<DType>) -> Vec<Segment> {
         .or_else(|| super::gguf::parts(data))
         .or_else(|| super::onnx::parts(data))
         .or_else(|| super::ct2::parts(data))
+        .or_else(|| super::torch::parts(data))
         .unwrap_or_else(|| match raw {
             Some(d) => vec![(data.len() as u64, Kind::Tensor(d))],
             None => vec![(data.len() as u64, Kind::General)],
@@ -201,21 +203,28 @@ fn npz(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
             }
         }
     }
-    if arrays.is_empty() {
+    around(data.len() as u64, arrays)
+}
+
+/// The parts of a file of `total` bytes whose float arrays are `floats` (start, length, type):
+/// general data around them. `None` if there are none, or they overlap or run past the end.
+pub(super) fn around(total: u64, mut floats: Vec<(u64, u64, DType)>) -> Option<Vec<(u64, Kind)>> {
+    if floats.is_empty() {
         return None;
     }
-    arrays.sort_by_key(|a| a.0);
+    floats.sort_by_key(|f| f.0);
     let mut parts = Vec::new();
     let mut at = 0u64;
-    for (start, bytes, dtype) in arrays {
-        if start < at {
+    for (start, len, dtype) in floats {
+        let end = start.checked_add(len)?;
+        if start < at || end > total {
             return None;
         }
         parts.push((start - at, Kind::General));
-        parts.push((bytes, Kind::Tensor(dtype)));
-        at = start + bytes;
+        parts.push((len, Kind::Tensor(dtype)));
+        at = end;
     }
-    parts.push((data.len() as u64 - at, Kind::General));
+    parts.push((total - at, Kind::General));
     Some(parts)
 }
 

@@ -8,7 +8,7 @@
 //! Read here from the bytes (no well-kept Rust crate parses GGUF without loading the model);
 //! every count and length is checked against the file before it is used.
 
-use super::detect::Kind;
+use super::detect::{around, Kind};
 use crate::codecs::float::DType;
 
 /// Default alignment of the data section.
@@ -125,22 +125,11 @@ pub fn parts(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
         }
     }
     let base = (r.at as u64).checked_next_multiple_of(alignment)?;
-    let total = data.len() as u64;
-    floats.sort_by_key(|f| f.0);
-    let mut parts = Vec::new();
-    let mut at = 0u64;
-    for (offset, bytes, dtype) in floats {
-        let start = base.checked_add(offset)?;
-        let end = start.checked_add(bytes)?;
-        if start < at || end > total {
-            return None;
-        }
-        parts.push((start - at, Kind::General));
-        parts.push((bytes, Kind::Tensor(dtype)));
-        at = end;
-    }
-    parts.push((total - at, Kind::General));
-    Some(parts)
+    let floats = floats
+        .into_iter()
+        .map(|(offset, bytes, d)| Some((base.checked_add(offset)?, bytes, d)))
+        .collect::<Option<Vec<_>>>()?;
+    around(data.len() as u64, floats)
 }
 
 #[cfg(test)]

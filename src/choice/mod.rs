@@ -7,7 +7,9 @@ mod ct2;
 pub mod detect;
 mod gguf;
 mod onnx;
+mod pickle;
 mod sample;
+mod torch;
 
 pub use sample::neural_predicted;
 

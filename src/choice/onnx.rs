@@ -12,7 +12,7 @@
 //! against its enclosing message: only the offsets of the tensors' bytes are needed, where a
 //! schema-driven protobuf crate would decode and copy every tensor.
 
-use super::detect::Kind;
+use super::detect::{around, Kind};
 use crate::codecs::float::DType;
 
 /// Tensors smaller than this stay in the general data around them (a block of their own
@@ -222,22 +222,10 @@ pub fn parts(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
             _ => return None,
         }
     }
-    if !has_graph || found.is_empty() {
+    if !has_graph {
         return None;
     }
-    found.sort_by_key(|f| f.0);
-    let mut parts = Vec::new();
-    let mut at = 0u64;
-    for (start, len, d) in found {
-        if start < at {
-            return None;
-        }
-        parts.push((start - at, Kind::General));
-        parts.push((len, Kind::Tensor(d)));
-        at = start + len;
-    }
-    parts.push((data.len() as u64 - at, Kind::General));
-    Some(parts)
+    around(data.len() as u64, found)
 }
 
 #[cfg(test)]

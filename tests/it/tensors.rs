@@ -761,3 +761,115 @@ fn ctranslate2_models_take_the_tensor_path() {
         archive.len()
     );
 }
+
+/// `data.pkl` of a state dict as `torch.save` pickles it (protocol 2): each tensor a
+/// `_rebuild_tensor_v2` call whose storage is a persistent id `('storage', class, key, 'cpu',
+/// numel)`, classes memoised after their first use.
+fn torch_pickle(items: &[(&str, &str, &str, usize)]) -> Vec<u8> {
+    let s = |p: &mut Vec<u8>, v: &str| {
+        p.push(b'X');
+        p.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        p.extend_from_slice(v.as_bytes());
+    };
+    let mut p = b"\x80\x02ccollections\nOrderedDict\nq\x00)Rq\x01(".to_vec();
+    let mut memo: Vec<&str> = Vec::new();
+    for (name, class, key, numel) in items {
+        s(&mut p, name);
+        p.extend_from_slice(b"ctorch._utils\n_rebuild_tensor_v2\n((");
+        s(&mut p, "storage");
+        match memo.iter().position(|c| c == class) {
+            Some(i) => p.extend_from_slice(&[b'h', i as u8 + 2]),
+            None => {
+                p.extend_from_slice(format!("ctorch\n{class}\n").as_bytes());
+                memo.push(class);
+                p.extend_from_slice(&[b'q', memo.len() as u8 + 1]);
+            }
+        }
+        s(&mut p, key);
+        s(&mut p, "cpu");
+        p.push(b'J');
+        p.extend_from_slice(&(*numel as u32).to_le_bytes());
+        p.extend_from_slice(b"tQK\x00J");
+        p.extend_from_slice(&(*numel as u32).to_le_bytes());
+        p.extend_from_slice(b"\x85K\x01\x85\x89ccollections\nOrderedDict\n)RtR");
+    }
+    p.extend_from_slice(b"u.");
+    p
+}
+
+#[test]
+fn pytorch_checkpoints_take_the_tensor_path() {
+    use std::io::Write;
+    // MiniLM's weights as a `torch.save` zip: f32 and f16 storages, and an int64 one, which
+    // stays general data.
+    let src = fs::read(corpora().join("tensors/minilm-layer0.f32.safetensors")).unwrap();
+    let st = ::safetensors::SafeTensors::deserialize(&src).unwrap();
+    let mut names: Vec<String> = st.names().into_iter().map(String::from).collect();
+    names.sort();
+    let mut items = Vec::new();
+    let mut storages = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let data = st.tensor(name).unwrap().data().to_vec();
+        let (class, bytes) = match i % 2 {
+            0 => ("FloatStorage", data),
+            _ => {
+                let f16: Vec<u8> = data
+                    .chunks_exact(4)
+                    .flat_map(|b| {
+                        let x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                        (sep::internals::codecs::float::rounding::f16_nearest(x) as u16)
+                            .to_le_bytes()
+                    })
+                    .collect();
+                ("HalfStorage", f16)
+            }
+        };
+        let width = if class == "FloatStorage" { 4 } else { 2 };
+        items.push((name.clone(), class, i.to_string(), bytes.len() / width));
+        storages.push(bytes);
+    }
+    let ids: Vec<u8> = (0..512u64).flat_map(|i| i.to_le_bytes()).collect();
+    items.push((
+        "position_ids".into(),
+        "LongStorage",
+        names.len().to_string(),
+        512,
+    ));
+    storages.push(ids);
+    let meta: Vec<(&str, &str, &str, usize)> = items
+        .iter()
+        .map(|(n, c, k, e)| (n.as_str(), *c, k.as_str(), *e))
+        .collect();
+    let mut file = Vec::new();
+    {
+        let mut z = zip::ZipWriter::new(std::io::Cursor::new(&mut file));
+        let stored = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        z.start_file("minilm/data.pkl", stored).unwrap();
+        z.write_all(&torch_pickle(&meta)).unwrap();
+        for (key, bytes) in storages.iter().enumerate() {
+            z.start_file(format!("minilm/data/{key}"), stored).unwrap();
+            z.write_all(bytes).unwrap();
+        }
+        z.start_file("minilm/version", stored).unwrap();
+        z.write_all(b"3\n").unwrap();
+        z.finish().unwrap();
+    }
+    let l = layout(&file, None);
+    let floats: u64 = l
+        .iter()
+        .filter(|s| matches!(s.kind, Kind::Tensor(_)))
+        .map(|s| s.len)
+        .sum();
+    assert!(floats * 10 > file.len() as u64 * 9, "{l:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("minilm.pt"), &file).unwrap();
+    let archive = check_file(d, "minilm.pt", &[]);
+    assert!(
+        archive.len() * 100 < file.len() * 87,
+        "{} -> {}",
+        file.len(),
+        archive.len()
+    );
+}
