@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""pcodec level 12 on the float tensors of ONNX models and CTranslate2 model files, the rest
-of each file counted as it is (as scripts/pco12.py does for safetensors): the anchor for sep's
-container detection. Needs: pip install numpy pcodec onnx.
-Usage: python3 scripts/containers_pco12.py FILE.onnx|model.bin..."""
-import struct, sys
+"""pcodec level 12 on the float tensors of ONNX models, CTranslate2 model files and PyTorch
+checkpoints (zip or legacy; read without torch), the rest of each file counted as it is (as
+scripts/pco12.py does for safetensors): the anchor for sep's container detection.
+Needs: pip install numpy pcodec onnx.
+Usage: python3 scripts/containers_pco12.py FILE.onnx|model.bin|FILE.pt|FILE.jit..."""
+import io, pickle, struct, sys, zipfile
 import numpy as np
 from pcodec import standalone, ChunkConfig
 
@@ -62,9 +63,72 @@ def ct2_tensors(path):
         at += n
 
 
+TORCH = {"FloatStorage": "f32", "HalfStorage": "f16", "BFloat16Storage": "bf16"}
+WIDTH = {"f32": 4, "f16": 2, "bf16": 2}
+
+
+class Anything:
+    """Stands for every class a checkpoint's pickle names (torch is not imported)."""
+
+    def __init__(self, *a, **k):
+        pass
+
+    def __setstate__(self, state):
+        pass
+
+    def __setitem__(self, key, value):
+        pass
+
+
+class Storages(pickle.Unpickler):
+    """Unpickles a checkpoint's object without torch, noting each storage's type by key."""
+
+    def __init__(self, f, seen):
+        super().__init__(f)
+        self.seen = seen
+
+    def find_class(self, module, name):
+        return type(name, (Anything,), {})
+
+    def persistent_load(self, pid):
+        self.seen[str(pid[2])] = pid[1].__name__
+        return None
+
+
+def torch_tensors(path):
+    b = open(path, "rb").read()
+    if b.startswith(b"PK"):
+        z = zipfile.ZipFile(path)
+        for pkl in [n for n in z.namelist() if n.endswith(("/data.pkl", "/constants.pkl"))]:
+            seen = {}
+            Storages(io.BytesIO(z.read(pkl)), seen).load()
+            sub = pkl.rsplit("/", 1)[0] + ("/data/" if pkl.endswith("data.pkl") else "/constants/")
+            for key, cls in seen.items():
+                if cls in TORCH:
+                    yield TORCH[cls], z.read(sub + key)
+        return
+    f = io.BytesIO(b)
+    for _ in range(3):
+        pickle.load(f)
+    seen = {}
+    Storages(f, seen).load()
+    for key in pickle.load(f):
+        (n,) = struct.unpack("<q", f.read(8))
+        cls = seen[key]
+        width = WIDTH.get(TORCH.get(cls), {"LongStorage": 8, "IntStorage": 4}.get(cls, 1))
+        raw = f.read(n * width)
+        if cls in TORCH:
+            yield TORCH[cls], raw
+
+
 for f in sys.argv[1:]:
     size = len(open(f, "rb").read())
-    tensors = onnx_tensors(f) if f.endswith(".onnx") else ct2_tensors(f)
+    if f.endswith(".onnx"):
+        tensors = onnx_tensors(f)
+    elif f.endswith((".pt", ".pth", ".jit")):
+        tensors = torch_tensors(f)
+    else:
+        tensors = ct2_tensors(f)
     out = size
     for kind, raw in tensors:
         arr = np.frombuffer(raw, dtype=NP[kind])

@@ -14,6 +14,8 @@ use super::pickle;
 use crate::codecs::float::DType;
 use std::collections::HashMap;
 
+/// Storages smaller than this stay in the general data around them.
+const MIN_TENSOR: u64 = 4 << 10;
 /// The legacy layout's first pickle: protocol 2, the magic number as LONG1, STOP.
 const LEGACY_MAGIC: &[u8] = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19\x2e";
 
@@ -90,7 +92,7 @@ fn zipped(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
     for (name, (start, end)) in members {
         if let Some(&d) = types.get(&name) {
             let len = (end - start) as u64;
-            if len > 0 && len.is_multiple_of(d.width() as u64) {
+            if len >= MIN_TENSOR && len.is_multiple_of(d.width() as u64) {
                 floats.push((start as u64, len, d));
             }
         }
@@ -122,7 +124,7 @@ fn legacy(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
         if end > data.len() {
             return None;
         }
-        if let Some(d) = dtype.filter(|_| len > 0) {
+        if let Some(d) = dtype.filter(|_| len >= MIN_TENSOR) {
             floats.push((at as u64, len, d));
         }
         at = end;
