@@ -355,6 +355,13 @@ pub mod internals {
             "inspect" => {
                 let _ = crate::inspect(std::io::Cursor::new(data));
             }
+            "layout" => {
+                // An input to compress: its containers found (safetensors, .npy, .npz, GGUF,
+                // ONNX, CTranslate2, PyTorch), their parts covering it exactly.
+                let parts = crate::choice::detect::layout(data, None);
+                let total: u64 = parts.iter().map(|p| p.len).sum();
+                assert_eq!(total, data.len() as u64, "layout parts do not cover the input");
+            }
             "pack" => {
                 // A pack file as `--pack` reads it, then fitted to the default level's model.
                 if let Ok(p) = crate::Pack::from_file(data) {
