@@ -360,7 +360,11 @@ pub mod internals {
                 // ONNX, CTranslate2, PyTorch), their parts covering it exactly.
                 let parts = crate::choice::detect::layout(data, None);
                 let total: u64 = parts.iter().map(|p| p.len).sum();
-                assert_eq!(total, data.len() as u64, "layout parts do not cover the input");
+                assert_eq!(
+                    total,
+                    data.len() as u64,
+                    "layout parts do not cover the input"
+                );
             }
             "pack" => {
                 // A pack file as `--pack` reads it, then fitted to the default level's model.
