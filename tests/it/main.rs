@@ -5,6 +5,7 @@ mod backbones;
 mod bad_input;
 mod cli;
 mod common;
+mod containers;
 mod corpora;
 mod fuzzed;
 mod golden;
