@@ -18,7 +18,7 @@ use crate::codecs::neural::{Backend, NeuralConfig};
 use crate::codecs::{zstd as zstd_codec, ProgressFn};
 use crate::format::{neural_fits, Codec};
 use detect::Kind;
-use sample::{aligned_sample, float_guess, repeats, sample, zstd_fraction, Prediction};
+use sample::{aligned_sample, float_guess, repeats, sample, zstd_fraction, Guess, Prediction};
 
 /// zstd level of the fast general codec.
 const ZSTD_LEVEL: i32 = 9;
@@ -335,14 +335,45 @@ pub fn code_block(
             } else {
                 let mut reported = false;
                 // The block as an array of the type guessed, every tensor codec in turn.
-                let beats_zstd = |f: &(DType, f64)| centre.as_ref().is_some_and(|c| f.1 < c.zstd);
-                if let Some((dtype, _)) = floats.filter(beats_zstd) {
-                    let kind = Kind::Tensor(dtype);
-                    let (codec, payload) =
-                        code_block(data, kind, tensor_file, backend, neural, progress, spare);
+                let beats_zstd = |f: &(Guess, f64)| centre.as_ref().is_some_and(|c| f.1 < c.zstd);
+                if let Some((g, _)) = floats.filter(beats_zstd) {
+                    let kind = Kind::Tensor(g.dtype);
                     reported = true;
-                    if codec != Codec::Stored {
-                        best.consider(codec, payload);
+                    match g.big_endian {
+                        false => {
+                            let (codec, payload) = code_block(
+                                data,
+                                kind,
+                                tensor_file,
+                                backend,
+                                neural,
+                                progress,
+                                spare,
+                            );
+                            if codec != Codec::Stored {
+                                best.consider(codec, payload);
+                            }
+                        }
+                        true => {
+                            let mut swapped = data.to_vec();
+                            float::swap_order(&mut swapped, g.dtype.width());
+                            let (codec, payload) = code_block(
+                                &swapped,
+                                kind,
+                                tensor_file,
+                                backend,
+                                neural,
+                                progress,
+                                spare,
+                            );
+                            // Only a float codec's payload is wrapped (zstd on the block as it
+                            // is, below, stands for the others).
+                            if !matches!(codec, Codec::Stored | Codec::Zstd) {
+                                let mut wrapped = vec![codec.tag(), g.dtype.width() as u8];
+                                wrapped.extend_from_slice(&payload);
+                                best.consider(Codec::Swapped, wrapped);
+                            }
+                        }
                     }
                 }
                 // zstd unless its sample predicts it larger than what the planes codecs made.
@@ -451,8 +482,14 @@ mod tests {
                 (scale * (u / (1u64 << 24) as f32 - 2.0)).to_le_bytes()
             })
             .collect();
-        let (dtype, fraction) = float_guess(&aligned_sample(&data)).expect("a guess");
-        assert_eq!(dtype, DType::F32);
+        let (g, fraction) = float_guess(&aligned_sample(&data)).expect("a guess");
+        assert_eq!(
+            g,
+            Guess {
+                dtype: DType::F32,
+                big_endian: false
+            }
+        );
         let p = Prediction::of(&data);
         assert!(
             p.worth_neural(),
@@ -473,6 +510,29 @@ mod tests {
         assert_eq!(codec, Codec::Planes);
         assert!(payload.len() < data.len() * 9 / 10);
         assert!(float::decode(&payload, data.len()).expect("decodes") == data);
+        // The same values big-endian: found so, and coded as the little-endian ones were.
+        let mut be = data.clone();
+        float::swap_order(&mut be, 4);
+        let (g, _) = float_guess(&aligned_sample(&be)).expect("a guess");
+        assert_eq!(
+            g,
+            Guess {
+                dtype: DType::F32,
+                big_endian: true
+            }
+        );
+        let (codec, wrapped) = code_block(
+            &be,
+            Kind::General,
+            false,
+            &backend,
+            &model,
+            &|_| {},
+            Vec::new(),
+        );
+        assert_eq!(codec, Codec::Swapped);
+        assert_eq!(wrapped[..2], [Codec::Planes.tag(), 4]);
+        assert_eq!(wrapped[2..], payload[..]);
         // Text is still predicted to gain from the neural codec over its guess.
         let text: Vec<u8> = (0..40_000u32)
             .flat_map(|i| format!("line {} of {}; ", i * 7 % 1000, i % 13).into_bytes())

@@ -16,8 +16,29 @@ const NEURAL_MIN_GAIN: f64 = 0.01;
 /// Share of the redundancy left by zstd that the neural codec is predicted to remove as well
 /// (measured on the shared corpora: sep's archives are 16% smaller than zstd -19's in total).
 const NEURAL_EXTRA: f64 = 0.15;
-/// The float types a general block is tried as, widest first (ties keep the first).
-const GUESSES: [DType; 4] = [DType::F64, DType::F32, DType::BF16, DType::F16];
+/// What a general block is tried as: an array of a float type, in either byte order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Guess {
+    /// The float type.
+    pub dtype: DType,
+    /// Whether the values are big-endian (each value's bytes reversed before coding).
+    pub big_endian: bool,
+}
+
+const fn guess(dtype: DType, big_endian: bool) -> Guess {
+    Guess { dtype, big_endian }
+}
+
+/// The guesses, widest first, little-endian before big-endian (ties keep the first).
+/// Big-endian 16-bit floats are left out: no format measured stores them.
+const GUESSES: [Guess; 6] = [
+    guess(DType::F64, false),
+    guess(DType::F64, true),
+    guess(DType::F32, false),
+    guess(DType::F32, true),
+    guess(DType::BF16, false),
+    guess(DType::F16, false),
+];
 
 /// Evenly spaced pieces of `data`, `SAMPLE` bytes in all (or all of it if smaller).
 pub(super) fn sample(data: &[u8]) -> Vec<u8> {
@@ -54,13 +75,29 @@ pub(super) fn aligned_sample(data: &[u8]) -> Vec<u8> {
     })
 }
 
-/// The float type as whose array the planes codec codes `s` (a general block's
-/// `aligned_sample`) best, with the fraction of `s` it makes: a raw dump of weights or a
-/// checkpoint's tensor storages, which carry no header to say so.
-pub(super) fn float_guess(s: &[u8]) -> Option<(DType, f64)> {
+/// The float type and byte order as whose array the planes codec codes `s` (a general
+/// block's `aligned_sample`) best, with the fraction of `s` it makes: a raw dump of weights, a
+/// checkpoint's tensor storages or a scientific format's fields, which carry no header that
+/// sep reads.
+pub(super) fn float_guess(s: &[u8]) -> Option<(Guess, f64)> {
+    let mut swapped = Vec::new();
     GUESSES
         .iter()
-        .map(|&d| (d, float::encode(s, d).len() as f64 / s.len() as f64))
+        .map(|&g| {
+            let sample = match g.big_endian {
+                true => {
+                    swapped.clear();
+                    swapped.extend_from_slice(s);
+                    float::swap_order(&mut swapped, g.dtype.width());
+                    &swapped[..]
+                }
+                false => s,
+            };
+            (
+                g,
+                float::encode(sample, g.dtype).len() as f64 / s.len() as f64,
+            )
+        })
         .reduce(|a, b| if b.1 < a.1 { b } else { a })
 }
 

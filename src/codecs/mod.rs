@@ -69,6 +69,19 @@ impl Decoder<'_> {
                 })?);
             }
             Codec::Copies => float::copies::decode(payload, raw_len, out)?,
+            Codec::Swapped => {
+                let [tag, width, inner @ ..] = payload else {
+                    return Err(Error::Truncated("swapped block"));
+                };
+                let (inner_codec, width) = (Codec::from_tag(*tag)?, *width as usize);
+                if !matches!(width, 2 | 4 | 8) || !raw_len.is_multiple_of(width) {
+                    return Err(Error::Corrupt(format!(
+                        "swapped block of {width}-byte values"
+                    )));
+                }
+                decode_float(inner_codec, inner, raw_len, out, &mut |_| {})?;
+                float::swap_order(out.get_mut(start..).unwrap_or_default(), width);
+            }
         }
         if codec != Codec::Neural {
             (self.progress)(raw_len as u64);
@@ -79,6 +92,27 @@ impl Decoder<'_> {
             return Err(Error::Checksum("a block's bytes".into()));
         }
         Ok(())
+    }
+}
+
+/// Decodes a float codec's payload (the inner codec of a swapped block), appending to `out`.
+fn decode_float(
+    codec: Codec,
+    payload: &[u8],
+    raw_len: usize,
+    out: &mut Vec<u8>,
+    seen: &mut dyn FnMut(&[u8]),
+) -> Result<()> {
+    match codec {
+        Codec::Planes => float::decode_append(payload, raw_len, out, seen),
+        Codec::Recent => float::recent::decode(payload, raw_len, out),
+        Codec::Scaled => float::scaled::decode(payload, raw_len, out),
+        Codec::Repeated => float::repeated::decode(payload, raw_len, out, seen),
+        Codec::Copies => float::copies::decode(payload, raw_len, out),
+        c => Err(Error::Corrupt(format!(
+            "a swapped block of codec {}",
+            c.name()
+        ))),
     }
 }
 

@@ -68,6 +68,9 @@ pub enum Codec {
     /// Payload is a tensor block coded as copies of earlier values at row distances, forwards
     /// or mirrored, and literals, with replays of earlier events.
     Copies,
+    /// Payload is a float codec's, of the block with each value's bytes reversed (big-endian
+    /// arrays): the inner codec's tag, the value width, then its payload.
+    Swapped,
 }
 
 impl Codec {
@@ -83,6 +86,7 @@ impl Codec {
             Codec::Scaled => 6,
             Codec::Repeated => 7,
             Codec::Copies => 8,
+            Codec::Swapped => 9,
         }
     }
 
@@ -98,6 +102,7 @@ impl Codec {
             6 => Ok(Codec::Scaled),
             7 => Ok(Codec::Repeated),
             8 => Ok(Codec::Copies),
+            9 => Ok(Codec::Swapped),
             t => Err(Error::Corrupt(format!("unknown block codec {t}"))),
         }
     }
@@ -114,6 +119,7 @@ impl Codec {
             Codec::Scaled => "scaled",
             Codec::Repeated => "repeated",
             Codec::Copies => "copies",
+            Codec::Swapped => "swapped",
         }
     }
 }
@@ -394,7 +400,8 @@ impl BlockRecord {
             | Codec::Recent
             | Codec::Scaled
             | Codec::Repeated
-            | Codec::Copies => self.payload_len < self.raw_len,
+            | Codec::Copies
+            | Codec::Swapped => self.payload_len < self.raw_len,
         };
         if !ok {
             return Err(Error::Corrupt(format!(

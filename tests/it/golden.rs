@@ -78,6 +78,18 @@ fn fp8_tensors() -> Vec<u8> {
     safetensors(&header, &data)
 }
 
+/// Weight-like f32 values stored big-endian, with no header (a raw field of a scientific
+/// format): the planes codec under the byte-order swap.
+fn big_endian_floats() -> Vec<u8> {
+    let mut x = 0xbe_u64;
+    (0..8192)
+        .flat_map(|_| {
+            let u: f32 = (0..4).map(|_| (xorshift(&mut x) >> 40) as f32).sum();
+            (0.02 * (u / (1u64 << 24) as f32 - 2.0)).to_be_bytes()
+        })
+        .collect()
+}
+
 fn cases() -> Vec<Case> {
     let mut x = 9_u64;
     vec![
@@ -120,6 +132,11 @@ fn cases() -> Vec<Case> {
             name: "fp8.safetensors",
             input: fp8_tensors(),
             codecs: &[Codec::TensorHeader, Codec::Planes],
+        },
+        Case {
+            name: "swapped.f32be",
+            input: big_endian_floats(),
+            codecs: &[Codec::Swapped],
         },
     ]
 }

@@ -21,6 +21,14 @@ pub use planes::{decode, encode, encode_append, encode_into};
 
 use crate::error::{Error, Result};
 
+/// Reverses the byte order of each `width`-byte value of `bytes` in place (big-endian arrays
+/// to little-endian and back); a partial last value is left as it is.
+pub fn swap_order(bytes: &mut [u8], width: usize) {
+    for v in bytes.chunks_exact_mut(width) {
+        v.reverse();
+    }
+}
+
 /// Decodes a tensor payload, appending it to `out`; `seen` gets the output piece by piece, in
 /// order, as it is written.
 pub fn decode_append(
