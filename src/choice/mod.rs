@@ -168,8 +168,10 @@ pub fn code_block(
             // A 16-bit table's pairs of values rarely repeat even where its values do (silero's
             // STFT basis in f16: 0.027, as low as trained weights), so there copies are first
             // tried on a slice.
-            let tried = share >= COPIES_MIN || dtype.width() == 2 && copies_promise(data, dtype);
-            let copies = match layered && scaled.is_none() && tried {
+            let copies = match layered
+                && scaled.is_none()
+                && (share >= COPIES_MIN || dtype.width() == 2 && copies_promise(data, dtype))
+            {
                 true => float::copies::encode_chosen(data, dtype),
                 false => None,
             };
