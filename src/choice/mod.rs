@@ -341,40 +341,25 @@ pub fn code_block(
                 if let Some((g, _)) = floats.filter(beats_zstd) {
                     let kind = Kind::Tensor(g.dtype);
                     reported = true;
-                    match g.big_endian {
-                        false => {
-                            let (codec, payload) = code_block(
-                                data,
-                                kind,
-                                tensor_file,
-                                backend,
-                                neural,
-                                progress,
-                                spare,
-                            );
-                            if codec != Codec::Stored {
-                                best.consider(codec, payload);
-                            }
-                        }
-                        true => {
-                            let mut swapped = data.to_vec();
-                            float::swap_order(&mut swapped, g.dtype.width());
-                            let (codec, payload) = code_block(
-                                &swapped,
-                                kind,
-                                tensor_file,
-                                backend,
-                                neural,
-                                progress,
-                                spare,
-                            );
-                            // Only a float codec's payload is wrapped (zstd on the block as it
-                            // is, below, stands for the others).
-                            if !matches!(codec, Codec::Stored | Codec::Zstd) {
-                                let mut wrapped = vec![codec.tag(), g.dtype.width() as u8];
-                                wrapped.extend_from_slice(&payload);
-                                best.consider(Codec::Swapped, wrapped);
-                            }
+                    // A big-endian guess codes the values byte-reversed.
+                    let swapped = g.big_endian.then(|| {
+                        let mut s = data.to_vec();
+                        float::swap_order(&mut s, g.dtype.width());
+                        s
+                    });
+                    let values = swapped.as_deref().unwrap_or(data);
+                    let (codec, payload) =
+                        code_block(values, kind, tensor_file, backend, neural, progress, spare);
+                    match (g.big_endian, codec) {
+                        (_, Codec::Stored) => {}
+                        (false, codec) => best.consider(codec, payload),
+                        // Only a float codec's payload is wrapped (zstd on the block as it is,
+                        // below, stands for the others).
+                        (true, Codec::Zstd) => {}
+                        (true, codec) => {
+                            let mut wrapped = vec![codec.tag(), g.dtype.width() as u8];
+                            wrapped.extend_from_slice(&payload);
+                            best.consider(Codec::Swapped, wrapped);
                         }
                     }
                 }
