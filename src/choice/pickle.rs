@@ -102,7 +102,6 @@ pub fn walk(data: &[u8], start: usize) -> Option<Pickle> {
         storages: Vec::new(),
         strings: Vec::new(),
     };
-    let pop = |stack: &mut Vec<Value>| stack.pop();
     loop {
         let op = *w.take(1)?.first()?;
         let pushed = match op {
@@ -133,8 +132,8 @@ pub fn walk(data: &[u8], start: usize) -> Option<Pickle> {
             }
             0x93 => {
                 // STACK_GLOBAL: module and name strings.
-                let name = pop(&mut stack)?;
-                let module = pop(&mut stack)?;
+                let name = stack.pop()?;
+                let module = stack.pop()?;
                 match (module, name) {
                     (Value::Str(m), Value::Str(n)) => {
                         Some(Value::Global(format!("{m}.{n}").into()))
@@ -185,12 +184,12 @@ pub fn walk(data: &[u8], start: usize) -> Option<Pickle> {
                 Some(Value::Other)
             }
             b'a' => {
-                pop(&mut stack)?;
+                stack.pop()?;
                 None
             }
             b's' => {
-                pop(&mut stack)?;
-                pop(&mut stack)?;
+                stack.pop()?;
+                stack.pop()?;
                 None
             }
             b'e' | b'u' | 0x90 => {
@@ -198,17 +197,17 @@ pub fn walk(data: &[u8], start: usize) -> Option<Pickle> {
                 None
             }
             b'b' => {
-                pop(&mut stack)?;
+                stack.pop()?;
                 None
             }
             b'R' | 0x81 => {
-                pop(&mut stack)?;
-                pop(&mut stack)?;
+                stack.pop()?;
+                stack.pop()?;
                 Some(Value::Other)
             }
             0x92 => {
                 for _ in 0..3 {
-                    pop(&mut stack)?;
+                    stack.pop()?;
                 }
                 Some(Value::Other)
             }
@@ -227,7 +226,7 @@ pub fn walk(data: &[u8], start: usize) -> Option<Pickle> {
                 Some(memo.get(&i)?.clone())
             }
             b'Q' => {
-                if let Value::Tuple(t) = pop(&mut stack)? {
+                if let Value::Tuple(t) = stack.pop()? {
                     if let [Value::Str(tag), Value::Global(class), Value::Str(key), ..] = &t[..] {
                         if &**tag == "storage" {
                             let class = class.strip_prefix("torch.").unwrap_or(class);
@@ -238,7 +237,7 @@ pub fn walk(data: &[u8], start: usize) -> Option<Pickle> {
                 Some(Value::Other)
             }
             b'0' => {
-                pop(&mut stack)?;
+                stack.pop()?;
                 None
             }
             b'1' => {
