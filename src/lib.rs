@@ -395,10 +395,10 @@ pub mod internals {
                 };
                 let raw_len = u32::from_le_bytes([*a, *b, *c, *d]) as usize % (4 << 20);
                 // As a record is checked before its payload reaches a decoder; the neural
-                // codec's blocks kept short, which its decode speed makes slow to fuzz, and
+                // codec's blocks (and the field codec's, which hold one) kept short, which its decode speed makes slow to fuzz, and
                 // cut into short lanes so that short blocks reach the lane paths; odd lengths
                 // decode with the fastest level's model, even ones with the default's.
-                let neural = codec == crate::Codec::Neural;
+                let neural = matches!(codec, crate::Codec::Neural | crate::Codec::Field);
                 if raw_len == 0
                     || neural && !crate::format::neural_fits(raw_len as u64, payload.len() as u64)
                     || neural && raw_len > 1 << 13

@@ -27,3 +27,22 @@ pub fn stft_basis(n: usize) -> Vec<u8> {
     }
     data
 }
+
+/// A smooth 2-D field of `rows` by `cols` f32 values (a temperature map with a little noise),
+/// big- or little-endian, as climate model output stores its fields.
+pub fn smooth_field(rows: usize, cols: usize, big_endian: bool) -> Vec<u8> {
+    let mut s = 0x9e37_79b9_7f4a_7c15u64;
+    let mut data = Vec::with_capacity(rows * cols * 4);
+    for y in 0..rows {
+        for x in 0..cols {
+            let (fx, fy) = (x as f64 / 17.0, y as f64 / 23.0);
+            let noise = (xorshift(&mut s) % 1000) as f64 / 1e5;
+            let v = (280.0 + 12.0 * fx.sin() * fy.cos() + 3.0 * (fx + fy).cos() + noise) as f32;
+            data.extend_from_slice(&match big_endian {
+                true => v.to_be_bytes(),
+                false => v.to_le_bytes(),
+            });
+        }
+    }
+    data
+}

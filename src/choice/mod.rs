@@ -5,6 +5,7 @@
 
 mod ct2;
 pub mod detect;
+mod field;
 mod gguf;
 mod onnx;
 mod pickle;
@@ -15,7 +16,7 @@ pub use sample::neural_predicted;
 
 use crate::codecs::float::{self, DType};
 use crate::codecs::neural::{Backend, NeuralConfig};
-use crate::codecs::{zstd as zstd_codec, ProgressFn};
+use crate::codecs::{self, zstd as zstd_codec, ProgressFn};
 use crate::format::{neural_fits, Codec};
 use detect::Kind;
 use sample::{aligned_sample, float_guess, repeats, sample, zstd_fraction, Guess, Prediction};
@@ -310,9 +311,29 @@ pub fn code_block(
                 }
                 _ => predicted,
             };
+            // Smooth 32-bit fields (a climate model's output) as residuals for the neural
+            // codec, where trials on slices promise more than the neural codec on the block
+            // itself; the float codecs below still compete. Not at the fastest level, whose
+            // blocks the trials would take longer than.
+            let shape = match !tensor_file && !neural.params.fast && data.len() >= GUESS_MIN {
+                true => field::choose(data, backend, neural),
+                false => None,
+            };
+            if let Some(shape) = shape {
+                let payload =
+                    codecs::field::encode(data, shape, backend, &neural.without_pack(), progress);
+                if neural_fits(data.len() as u64, payload.len() as u64) {
+                    best.consider(Codec::Field, payload);
+                }
+            }
+            // The field codec reported the block's progress.
+            let progress: ProgressFn = match shape {
+                Some(_) => &|_| {},
+                None => progress,
+            };
             // Never in a file with tensors: the neural codec (~60 KB/s per core) would set its
             // speed (a 1.8 KB header took 6x as long as the 7 MB of weights after it).
-            if !tensor_file && worth_neural {
+            if !tensor_file && worth_neural && shape.is_none() {
                 // The automatic pack is for text: other blocks start fresh.
                 let unpacked;
                 let model = match neural.text_only && !detect::looks_like_text(data) {

@@ -1,8 +1,10 @@
 //! The block codecs, one module each, encoder and decoder side by side: `stored`, `zstd`,
-//! `neural` (the predictor that learns while it codes) and the float codecs under `float`.
+//! `neural` (the predictor that learns while it codes), `field` (smooth 32-bit fields as residuals
+//! for the neural codec) and the float codecs under `float`.
 //! Which codec a block gets is `choice`'s business; here every decoder is reached through one
 //! entry, [`Decoder::decode`], which appends exactly the block's bytes to the caller's buffer.
 
+pub mod field;
 pub mod float;
 pub mod neural;
 pub mod stored;
@@ -69,6 +71,14 @@ impl Decoder<'_> {
                 })?);
             }
             Codec::Copies => float::copies::decode(payload, raw_len, out)?,
+            Codec::Field => field::decode(
+                payload,
+                raw_len,
+                self.backend,
+                self.neural,
+                self.progress,
+                out,
+            )?,
             Codec::Swapped => {
                 let [tag, width, inner @ ..] = payload else {
                     return Err(Error::Truncated("swapped block"));
@@ -83,7 +93,7 @@ impl Decoder<'_> {
                 float::swap_order(out.get_mut(start..).unwrap_or_default(), width);
             }
         }
-        if codec != Codec::Neural {
+        if !matches!(codec, Codec::Neural | Codec::Field) {
             (self.progress)(raw_len as u64);
         }
         let block = out.get(start..).unwrap_or_default();

@@ -71,6 +71,9 @@ pub enum Codec {
     /// Payload is a float codec's, of the block with each value's bytes reversed (big-endian
     /// arrays): the inner codec's tag, the value width, then its payload.
     Swapped,
+    /// Payload is the field codec's: a block of smooth 32-bit values as the neural codec's
+    /// payload of their residuals, after the flags and row width it needs.
+    Field,
 }
 
 impl Codec {
@@ -87,6 +90,7 @@ impl Codec {
             Codec::Repeated => 7,
             Codec::Copies => 8,
             Codec::Swapped => 9,
+            Codec::Field => 10,
         }
     }
 
@@ -103,6 +107,7 @@ impl Codec {
             7 => Ok(Codec::Repeated),
             8 => Ok(Codec::Copies),
             9 => Ok(Codec::Swapped),
+            10 => Ok(Codec::Field),
             t => Err(Error::Corrupt(format!("unknown block codec {t}"))),
         }
     }
@@ -120,6 +125,7 @@ impl Codec {
             Codec::Repeated => "repeated",
             Codec::Copies => "copies",
             Codec::Swapped => "swapped",
+            Codec::Field => "field",
         }
     }
 }
@@ -391,7 +397,7 @@ impl BlockRecord {
             Codec::Stored => self.payload_len == self.raw_len,
             // The neural codec decodes at tens of KB/s: a block may not claim more than
             // `NEURAL_MAX_RATIO` bytes per payload byte (its encoder keeps to that).
-            Codec::Neural => {
+            Codec::Neural | Codec::Field => {
                 self.payload_len < self.raw_len && neural_fits(self.raw_len, self.payload_len)
             }
             Codec::Zstd

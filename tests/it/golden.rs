@@ -4,7 +4,7 @@
 //! those bytes: an encoder change that alters them needs a new format version (FORMAT.md) and
 //! new golden archives (`SEP_BLESS=1 cargo test --release golden` writes them).
 
-use crate::common::xorshift;
+use crate::common::{smooth_field, xorshift};
 use crate::tensors::{classifier, dequantized, safetensors, stft_file};
 use sep::{Codec, Options, SimdLevel};
 use std::path::PathBuf;
@@ -90,6 +90,17 @@ fn big_endian_floats() -> Vec<u8> {
         .collect()
 }
 
+/// Two smooth f32 fields stored big-endian, each behind a header of 64 integers (a climate
+/// model's output): the field codec.
+fn fields() -> Vec<u8> {
+    let mut data = Vec::new();
+    for (i, rows) in [40, 50].into_iter().enumerate() {
+        data.extend((0..64u32).flat_map(|w| (w * 3 + i as u32).to_be_bytes()));
+        data.extend(smooth_field(rows, 96, true));
+    }
+    data
+}
+
 fn cases() -> Vec<Case> {
     let mut x = 9_u64;
     vec![
@@ -137,6 +148,11 @@ fn cases() -> Vec<Case> {
             name: "swapped.f32be",
             input: big_endian_floats(),
             codecs: &[Codec::Swapped],
+        },
+        Case {
+            name: "field.f32be",
+            input: fields(),
+            codecs: &[Codec::Field],
         },
     ]
 }
