@@ -18,9 +18,10 @@ const MIN_VALUES: usize = 1024;
 const SMOOTH_BITS: u64 = 4;
 /// Bytes from the middle of the block that each shape is tried on with the fast predictor.
 const TRIAL: usize = 128 << 10;
-/// Bytes from the middle of the block on which the best shape is checked with the block's
-/// own model.
-const CHECK: usize = 64 << 10;
+/// Bytes from the centre of each quarter of the block on which the best shape is checked with
+/// the block's own model (one slice from the middle took binary/mr, where its middle is not
+/// like the rest).
+const CHECK: usize = 16 << 10;
 
 /// Significant bits of `d`.
 fn bits(d: u32) -> u64 {
@@ -37,6 +38,21 @@ fn middle(data: &[u8], len: usize) -> &[u8] {
     let len = len.min(data.len()) & !3;
     let start = ((data.len() - len) / 2) & !3;
     &data[start..start + len]
+}
+
+/// `piece` bytes from the centre of each quarter of `data`, each starting at a multiple of 4,
+/// or all of `data` (its whole values) if it is shorter than the four.
+fn quarters(data: &[u8], piece: usize) -> Vec<u8> {
+    if data.len() < 4 * piece {
+        return data[..data.len() & !3].to_vec();
+    }
+    (0..4)
+        .flat_map(|i| {
+            let start = ((2 * i + 1) * data.len() / 8 - piece / 2) & !3;
+            &data[start..start + piece]
+        })
+        .copied()
+        .collect()
 }
 
 /// Bits of the distances of keys `k` to their left neighbours and to their median, in all.
@@ -109,8 +125,8 @@ pub fn candidates(data: &[u8]) -> Vec<Shape> {
 
 /// The shape in which the field codec promises to beat the neural codec's `model` on `data`,
 /// or `None`: the candidates tried on a slice with the fast predictor, and the best of them
-/// checked on a smaller slice with `model` itself (the fast predictor favours residuals on
-/// some fields that the full model codes better as they are).
+/// checked on smaller slices with `model` itself (the fast predictor favours residuals on
+/// some blocks that the full model codes better as they are).
 pub fn choose(data: &[u8], backend: &dyn Backend, model: &NeuralConfig) -> Option<Shape> {
     let shapes = candidates(data);
     if shapes.is_empty() {
@@ -125,9 +141,9 @@ pub fn choose(data: &[u8], backend: &dyn Backend, model: &NeuralConfig) -> Optio
         .map(|s| (s, size(&field::forward(slice, s), &fast)))
         .filter(|&(_, n)| n < plain)
         .min_by_key(|c| c.1)?;
-    let check = middle(data, CHECK);
+    let check = quarters(data, CHECK);
     let model = model.without_pack();
-    (size(&field::forward(check, shape), &model) < size(check, &model)).then_some(shape)
+    (size(&field::forward(&check, shape), &model) < size(&check, &model)).then_some(shape)
 }
 
 #[cfg(test)]
