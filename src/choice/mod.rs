@@ -15,6 +15,7 @@ mod torch;
 pub use sample::neural_predicted;
 
 use crate::codecs::float::{self, DType};
+use crate::codecs::lzma::Literals;
 use crate::codecs::neural::{Backend, NeuralConfig};
 use crate::codecs::{self, zstd as zstd_codec, ProgressFn};
 use crate::format::{neural_fits, Codec};
@@ -61,6 +62,13 @@ const COPIES_MARGIN: f64 = 0.5;
 /// theirs (blocks coded at `ZSTD_STRONG`, and others).
 const COPIES_REACH_STRONG: f64 = 2.0;
 const COPIES_REACH: f64 = 1.25;
+/// LZMA is tried on a neural block that the neural codec made under `1 / LZMA_SHARE` of its
+/// size: where LZMA won (masked ocean grids, tables of strings: 9-17x), the neural codec made
+/// more than 9x; on text and code (3-5x) it never wins.
+const LZMA_SHARE: usize = 5;
+/// ... and where LZMA could make the block under what the neural codec made, if it made this
+/// share of the size predicted for zstd from the sample (measured: 0.37-0.75).
+const LZMA_REACH: f64 = 0.5;
 /// Largest block coded at `ZSTD_STRONG` (it compresses at a few MB/s).
 const STRONG_MAX: usize = 1 << 20;
 /// Blocks of scaled integers predict the planes codec's size from their first
@@ -110,6 +118,17 @@ fn zstd_strong(data: &[u8]) -> Option<Vec<u8>> {
         false => zstd(data),
     }
 }
+/// Tries the LZMA codec on `data`; where it wins, tries it again with literals by position in
+/// 32-bit words (masked float grids: 2% smaller).
+fn lzma(data: &[u8], best: &mut Best) {
+    for literals in [Literals::Bytes, Literals::Words] {
+        match codecs::lzma::encode(data, literals) {
+            Some(l) if l.len() < best.len() => best.consider(Codec::Lzma, l),
+            _ => return,
+        }
+    }
+}
+
 /// The smallest coding of a block found so far (storing it to start with).
 struct Best<'a> {
     data: &'a [u8],
@@ -355,6 +374,15 @@ pub fn code_block(
                         }
                     }
                 }
+                // Where the block is very redundant, its long repeats may be an LZ77 coder's,
+                // if even the sample's zstd size predicts LZMA close (not at the fastest level).
+                let zstd_size = p.zstd * data.len() as f64;
+                if !neural.params.fast
+                    && LZMA_SHARE * best.len() < data.len()
+                    && LZMA_REACH * zstd_size < best.len() as f64
+                {
+                    lzma(data, &mut best);
+                }
             } else {
                 let mut reported = false;
                 // The block as an array of the type guessed, every tensor codec in turn.
@@ -395,6 +423,15 @@ pub fn code_block(
                     if let Some(z) = z {
                         best.consider(Codec::Zstd, z);
                     }
+                }
+                // LZMA where zstd found many repeats (in tensor files, on small blocks only;
+                // not at the fastest level).
+                if best.codec == Codec::Zstd
+                    && !neural.params.fast
+                    && 2 * best.len() < data.len()
+                    && (!tensor_file || data.len() <= STRONG_MAX)
+                {
+                    lzma(data, &mut best);
                 }
                 if !reported {
                     progress(data.len() as u64);

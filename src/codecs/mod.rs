@@ -1,4 +1,4 @@
-//! The block codecs, one module each, encoder and decoder side by side: `stored`, `zstd`,
+//! The block codecs, one module each, encoder and decoder side by side: `stored`, `zstd`, `lzma`,
 //! `neural` (the predictor that learns while it codes), `field` (smooth 32-bit fields as residuals
 //! for the neural codec) and the float codecs under `float`.
 //! Which codec a block gets is `choice`'s business; here every decoder is reached through one
@@ -6,6 +6,7 @@
 
 pub mod field;
 pub mod float;
+pub mod lzma;
 pub mod neural;
 pub mod stored;
 pub mod x86;
@@ -57,6 +58,7 @@ impl Decoder<'_> {
                     .decode(payload, raw_len, self.neural, self.progress, out)?
             }
             Codec::Zstd => zstd::decode(payload, raw_len, out)?,
+            Codec::Lzma => lzma::decode(payload, raw_len, out)?,
             Codec::Planes => {
                 streamed = Some(hashed(|seen| {
                     float::decode_append(payload, raw_len, out, seen)

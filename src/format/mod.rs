@@ -74,6 +74,8 @@ pub enum Codec {
     /// Payload is the field codec's: a block of smooth 32-bit values as the neural codec's
     /// payload of their residuals, after the flags and row width it needs.
     Field,
+    /// Payload is a raw LZMA2 stream (liblzma), its dictionary sized from the block's length.
+    Lzma,
 }
 
 impl Codec {
@@ -91,6 +93,7 @@ impl Codec {
             Codec::Copies => 8,
             Codec::Swapped => 9,
             Codec::Field => 10,
+            Codec::Lzma => 11,
         }
     }
 
@@ -108,6 +111,7 @@ impl Codec {
             8 => Ok(Codec::Copies),
             9 => Ok(Codec::Swapped),
             10 => Ok(Codec::Field),
+            11 => Ok(Codec::Lzma),
             t => Err(Error::Corrupt(format!("unknown block codec {t}"))),
         }
     }
@@ -126,6 +130,7 @@ impl Codec {
             Codec::Copies => "copies",
             Codec::Swapped => "swapped",
             Codec::Field => "field",
+            Codec::Lzma => "lzma",
         }
     }
 }
@@ -407,7 +412,8 @@ impl BlockRecord {
             | Codec::Scaled
             | Codec::Repeated
             | Codec::Copies
-            | Codec::Swapped => self.payload_len < self.raw_len,
+            | Codec::Swapped
+            | Codec::Lzma => self.payload_len < self.raw_len,
         };
         if !ok {
             return Err(Error::Corrupt(format!(

@@ -101,6 +101,19 @@ fn fields() -> Vec<u8> {
     data
 }
 
+/// 1,500 picks among 64 random words of 48 bytes: each word recurs with every other after it,
+/// so the neural codec's match model, which follows one earlier occurrence, keeps losing the
+/// thread where LZMA codes each word as a match: the LZMA codec.
+fn words() -> Vec<u8> {
+    let mut x = 0x1a_u64;
+    let words: Vec<Vec<u8>> = (0..64)
+        .map(|_| (0..48).map(|_| xorshift(&mut x) as u8).collect())
+        .collect();
+    (0..1500)
+        .flat_map(|_| words[xorshift(&mut x) as usize % 64].clone())
+        .collect()
+}
+
 fn cases() -> Vec<Case> {
     let mut x = 9_u64;
     vec![
@@ -153,6 +166,11 @@ fn cases() -> Vec<Case> {
             name: "field.f32be",
             input: fields(),
             codecs: &[Codec::Field],
+        },
+        Case {
+            name: "lzma.bin",
+            input: words(),
+            codecs: &[Codec::Lzma],
         },
     ]
 }
