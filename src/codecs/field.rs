@@ -98,12 +98,20 @@ pub fn forward(data: &[u8], shape: Shape) -> Vec<u8> {
     out
 }
 
-/// Appends the block whose residual form is `residuals` to `out`.
+/// Appends the block whose residual form is `residuals` to `out`. The keys the predictor
+/// needs are read back from what is already written (no second copy of the block).
 pub fn inverse(residuals: &[u8], shape: Shape, out: &mut Vec<u8>) {
     let n = residuals.len() / 4;
     let width = shape.width as usize;
-    let mut keys = Vec::with_capacity(n);
+    let start = out.len();
     out.reserve(residuals.len());
+    let read = |out: &[u8], j: usize| -> u32 {
+        let b = [0, 1, 2, 3].map(|k| out[start + 4 * j + k]);
+        key(match shape.big_endian {
+            true => u32::from_be_bytes(b),
+            false => u32::from_le_bytes(b),
+        })
+    };
     for i in 0..n {
         let z = match shape.planes {
             true => [0, 1, 2, 3].map(|k| residuals[k * n + i]),
@@ -111,9 +119,14 @@ pub fn inverse(residuals: &[u8], shape: Shape, out: &mut Vec<u8>) {
         };
         let z = u32::from_be_bytes(z);
         let r = (z >> 1) ^ 0u32.wrapping_sub(z & 1);
-        let k = r.wrapping_add(predict(&keys, i, width));
-        keys.push(k);
-        let bits = unkey(k);
+        let p = match i {
+            0 => 0,
+            i if i <= width => read(out, i - 1),
+            i => read(out, i - 1)
+                .wrapping_add(read(out, i - width))
+                .wrapping_sub(read(out, i - width - 1)),
+        };
+        let bits = unkey(r.wrapping_add(p));
         out.extend_from_slice(&match shape.big_endian {
             true => bits.to_be_bytes(),
             false => bits.to_le_bytes(),
