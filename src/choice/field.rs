@@ -1,8 +1,9 @@
 //! Whether a general block is smooth 32-bit fields, and in which shape the field codec should
 //! code it. A cheap test on the middle of the block comes first: its values' keys lie much
-//! closer to their left neighbour's than to their median (fields of a physical model: 7-9 bits
+//! closer to their left neighbour's than to their median (fields of a physical model: 5-7 bits
 //! closer per value; trained weights, text and code: about 1 bit or less). Only then are the
-//! row width, byte layout and the codec itself tried, on a slice, with the fast predictor.
+//! row width and byte layout searched, the shapes tried on a slice with the fast predictor,
+//! and the best checked with the block's own model.
 
 use crate::codecs::field::{self, zigzag, Shape};
 use crate::codecs::neural::{Backend, NeuralConfig};
@@ -97,10 +98,11 @@ pub fn candidates(data: &[u8]) -> Vec<Shape> {
     let cost = |w: usize| -> u64 {
         (from..n)
             .map(|i| {
-                let p = keys[i - 1]
-                    .wrapping_add(keys[i - w])
-                    .wrapping_sub(keys[i - w - 1]);
-                bits(zigzag(keys[i].wrapping_sub(p)))
+                bits(zigzag(keys[i].wrapping_sub(field::predict(
+                    |j| keys[j],
+                    i,
+                    w,
+                ))))
             })
             .sum()
     };

@@ -543,15 +543,18 @@ mod tests {
         assert!(!p.worth_neural_against(fraction + GUESS_HANDICAP));
         let backend = crate::codecs::neural::CpuBackend::default();
         let model = NeuralConfig::default();
-        let (codec, payload) = code_block(
-            &data,
-            Kind::General,
-            false,
-            &backend,
-            &model,
-            &|_| {},
-            Vec::new(),
-        );
+        let general = |d: &[u8]| {
+            code_block(
+                d,
+                Kind::General,
+                false,
+                &backend,
+                &model,
+                &|_| {},
+                Vec::new(),
+            )
+        };
+        let (codec, payload) = general(&data);
         assert_eq!(codec, Codec::Planes);
         assert!(payload.len() < data.len() * 9 / 10);
         assert!(float::decode(&payload, data.len()).expect("decodes") == data);
@@ -566,15 +569,7 @@ mod tests {
                 big_endian: true
             }
         );
-        let (codec, wrapped) = code_block(
-            &be,
-            Kind::General,
-            false,
-            &backend,
-            &model,
-            &|_| {},
-            Vec::new(),
-        );
+        let (codec, wrapped) = general(&be);
         assert_eq!(codec, Codec::Swapped);
         assert_eq!(wrapped[..2], [Codec::Planes.tag(), 4]);
         assert_eq!(wrapped[2..], payload[..]);

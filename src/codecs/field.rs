@@ -55,28 +55,32 @@ pub fn zigzag(r: u32) -> u32 {
     (r << 1) ^ ((r as i32 >> 31) as u32)
 }
 
-/// The plane predictor's guess for key `i` of `keys` (all keys before `i` known).
+/// The plane predictor's guess for key `i`, from the keys before it (`at(j)`: key `j`).
 #[inline]
-fn predict(keys: &[u32], i: usize, width: usize) -> u32 {
+pub fn predict(at: impl Fn(usize) -> u32, i: usize, width: usize) -> u32 {
     match i {
         0 => 0,
-        i if i <= width => keys[i - 1],
-        i => keys[i - 1]
-            .wrapping_add(keys[i - width])
-            .wrapping_sub(keys[i - width - 1]),
+        i if i <= width => at(i - 1),
+        i => at(i - 1)
+            .wrapping_add(at(i - width))
+            .wrapping_sub(at(i - width - 1)),
     }
 }
 
-/// The keys of `data`'s whole values, read in `shape`'s byte order.
+/// The key of the value whose four bytes `c` begins with, read in the given byte order.
+#[inline]
+fn key_of(c: &[u8], big_endian: bool) -> u32 {
+    let b = [c[0], c[1], c[2], c[3]];
+    key(match big_endian {
+        true => u32::from_be_bytes(b),
+        false => u32::from_le_bytes(b),
+    })
+}
+
+/// The keys of `data`'s whole values, read in the given byte order.
 pub fn keys(data: &[u8], big_endian: bool) -> Vec<u32> {
     data.chunks_exact(4)
-        .map(|c| {
-            let b = [c[0], c[1], c[2], c[3]];
-            key(match big_endian {
-                true => u32::from_be_bytes(b),
-                false => u32::from_le_bytes(b),
-            })
-        })
+        .map(|c| key_of(c, big_endian))
         .collect()
 }
 
@@ -87,7 +91,7 @@ pub fn forward(data: &[u8], shape: Shape) -> Vec<u8> {
     let width = shape.width as usize;
     let mut out = vec![0u8; data.len()];
     for i in 0..n {
-        let r = keys[i].wrapping_sub(predict(&keys, i, width));
+        let r = keys[i].wrapping_sub(predict(|j| keys[j], i, width));
         let z = zigzag(r).to_be_bytes();
         match shape.planes {
             true => (0..4).for_each(|k| out[k * n + i] = z[k]),
@@ -105,13 +109,6 @@ pub fn inverse(residuals: &[u8], shape: Shape, out: &mut Vec<u8>) {
     let width = shape.width as usize;
     let start = out.len();
     out.reserve(residuals.len());
-    let read = |out: &[u8], j: usize| -> u32 {
-        let b = [0, 1, 2, 3].map(|k| out[start + 4 * j + k]);
-        key(match shape.big_endian {
-            true => u32::from_be_bytes(b),
-            false => u32::from_le_bytes(b),
-        })
-    };
     for i in 0..n {
         let z = match shape.planes {
             true => [0, 1, 2, 3].map(|k| residuals[k * n + i]),
@@ -119,13 +116,11 @@ pub fn inverse(residuals: &[u8], shape: Shape, out: &mut Vec<u8>) {
         };
         let z = u32::from_be_bytes(z);
         let r = (z >> 1) ^ 0u32.wrapping_sub(z & 1);
-        let p = match i {
-            0 => 0,
-            i if i <= width => read(out, i - 1),
-            i => read(out, i - 1)
-                .wrapping_add(read(out, i - width))
-                .wrapping_sub(read(out, i - width - 1)),
-        };
+        let p = predict(
+            |j| key_of(&out[start + 4 * j..], shape.big_endian),
+            i,
+            width,
+        );
         let bits = unkey(r.wrapping_add(p));
         out.extend_from_slice(&match shape.big_endian {
             true => bits.to_be_bytes(),
