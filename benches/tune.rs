@@ -1,8 +1,9 @@
 //! The neural codec's tuning harness: codes files with parameters from the environment and
-//! prints sizes. `cargo bench --bench tune -- FILE...` (env: SEP_LANES, SEP_MIN_LANE, SEP_MIX_LR,
-//! SEP_HIDDEN). Encode only; the round trip is covered by the tests and the corpus bench.
+//! prints sizes. `cargo bench --bench tune -- FILE...` (env: SEP_LEVEL, the level whose model
+//! is the start, default 6; SEP_LANES, SEP_MIN_LANE, SEP_MIX_LR, SEP_HIDDEN). Encode only; the
+//! round trip is covered by the tests and the corpus bench.
 
-use sep::internals::codecs::neural::{self, Params};
+use sep::internals::codecs::neural::{self, Backbone, NeuralConfig};
 use std::time::Instant;
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -13,7 +14,8 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 }
 
 fn main() {
-    let mut cfg = Params::default();
+    let level = env_or("SEP_LEVEL", neural::DEFAULT_LEVEL);
+    let mut cfg = NeuralConfig::for_level(level, Backbone::Pac).params;
     cfg.max_lanes = env_or("SEP_LANES", cfg.max_lanes);
     cfg.min_lane = env_or("SEP_MIN_LANE", cfg.min_lane);
     cfg.mix_lr = env_or("SEP_MIX_LR", cfg.mix_lr);

@@ -46,3 +46,21 @@ pub fn smooth_field(rows: usize, cols: usize, big_endian: bool) -> Vec<u8> {
     }
     data
 }
+
+/// A 16-bit little-endian raster of `rows` by `cols` (a scan's stripes, fine across the rows
+/// and slowly bending down them, under sensor noise), as medical images and elevation models
+/// store theirs.
+pub fn smooth_raster(rows: usize, cols: usize) -> Vec<u8> {
+    let mut s = 0x2545_f491_4f6c_dd1du64;
+    let mut data = Vec::with_capacity(rows * cols * 2);
+    for y in 0..rows {
+        for x in 0..cols {
+            let (x, y) = (x as f64, y as f64);
+            let noise = (xorshift(&mut s) % 4) as f64;
+            let v = 620.0 + 500.0 * (x / 11.0 + y / 60.0).sin() + 40.0 * (x / 2.3 + y / 45.0).sin();
+            let v = v + noise;
+            data.extend_from_slice(&(v as u16).to_le_bytes());
+        }
+    }
+    data
+}

@@ -1,4 +1,4 @@
-//! Whether a general block is smooth 32-bit fields, and in which shape the field codec should
+//! Whether a general block is smooth 16- or 32-bit fields, and in which shape the field codec should
 //! code it. A cheap test on the middle of the block comes first: its values' keys lie much
 //! closer to their left neighbour's than to their median (fields of a physical model: 5-7 bits
 //! closer per value; trained weights, text and code: about 1 bit or less). Only then are the
@@ -15,14 +15,20 @@ const SEARCH: usize = 4096;
 /// Fewest values in a block for the test to mean anything.
 const MIN_VALUES: usize = 1024;
 /// Bits per value by which the left neighbours must beat the median for a block to count as
-/// smooth.
-const SMOOTH_BITS: u64 = 4;
-/// Bytes from the middle of the block that each shape is tried on with the fast predictor.
+/// smooth: 32-bit values, 16-bit values (a raster's noise is a larger share of fewer bits).
+const SMOOTH_BITS: [u64; 2] = [4, 3];
+/// Bytes from the middle of the block that each shape is tried on with the fast predictor, at
+/// most; a block under four times as long gives a quarter of itself.
 const TRIAL: usize = 128 << 10;
 /// Bytes from the centre of each quarter of the block on which the best shape is checked with
 /// the block's own model (one slice from the middle took binary/mr, where its middle is not
 /// like the rest).
 const CHECK: usize = 16 << 10;
+/// Share of a block under `32 * CHECK` bytes that the four slices of the check take, as a
+/// divisor: the trials on a small block would otherwise cost more than coding it.
+const CHECK_SHARE: usize = 8;
+/// Fewest bytes of a trial or check slice.
+const MIN_SLICE: usize = 2 << 10;
 
 /// Significant bits of `d`.
 fn bits(d: u32) -> u64 {
@@ -66,59 +72,71 @@ fn distances(k: &[u32]) -> Option<(u64, u64)> {
     Some((left, spread))
 }
 
-/// Candidate shapes for `data`, a general block, if its middle looks like smooth 32-bit fields:
-/// rows of width 1 (extrapolation along the values) and of the width whose plane predictor
-/// fits the probe best, each as values and as planes.
-pub fn candidates(data: &[u8]) -> Vec<Shape> {
-    let probe = middle(data, 4 * (PROBE + SEARCH + 1));
-    if probe.len() < 4 * MIN_VALUES {
-        return Vec::new();
+/// The keys of `data`'s middle as `bytes`-byte values, with their byte order and the first
+/// value's place (16-bit values only), if they look like a smooth field: in the order and from
+/// the place where the
+/// last `PROBE` values lie closest to their neighbours (a field of round values read in the
+/// wrong order has small keys, but not close ones), they lie much closer to them than to
+/// their median.
+fn smoothest(data: &[u8], bytes: u8) -> Option<(Vec<u32>, bool, u8)> {
+    let probe = middle(data, bytes as usize * (PROBE + SEARCH + 1));
+    if probe.len() < bytes as usize * MIN_VALUES {
+        return None;
     }
-    // The byte order in which the last `PROBE` values lie closest to their neighbours (a
-    // field of round values read in the wrong order has small keys, but not close ones), if
-    // they are much closer than to their median.
-    let Some((keys, (left, spread), big_endian)) = [false, true]
-        .into_iter()
-        .filter_map(|be| {
-            let keys = field::keys(probe, be);
+    // 32-bit values are read from the block's first byte only: from another place, the halves
+    // of coarse values can lie closer than the values do, and the field goes unseen.
+    let places = if bytes == 2 { 0..2 } else { 0..1 };
+    let (keys, (left, spread), big_endian, skip) = places
+        .flat_map(|skip| [(false, skip), (true, skip)])
+        .filter_map(|(be, skip)| {
+            let keys = field::keys(&probe[skip as usize..], bytes, be);
             let d = distances(&keys[keys.len().saturating_sub(PROBE)..])?;
-            Some((keys, d, be))
+            Some((keys, d, be, skip))
         })
-        .min_by_key(|c| c.1 .0)
-    else {
-        return Vec::new();
-    };
-    if spread < left + SMOOTH_BITS * PROBE.min(keys.len() - 1) as u64 {
-        return Vec::new();
-    }
-    let n = keys.len();
-    // The width whose plane predictor leaves the smallest residuals over the probe's last
-    // values (all of which have a row above them).
-    let from = n - PROBE.min(n / 2);
-    let cost = |w: usize| -> u64 {
-        (from..n)
-            .map(|i| {
-                bits(zigzag(keys[i].wrapping_sub(field::predict(
-                    |j| keys[j],
-                    i,
-                    w,
-                ))))
-            })
-            .sum()
-    };
-    let width = (2..=SEARCH.min(from - 1))
-        .min_by_key(|&w| cost(w))
-        .unwrap_or(1);
+        .min_by_key(|c| c.1 .0)?;
+    let compared = PROBE.min(keys.len() - 1) as u64;
+    let need = SMOOTH_BITS[(bytes == 2) as usize] * compared;
+    (spread >= left + need).then_some((keys, big_endian, skip))
+}
+
+/// Candidate shapes for `data`, a general block, for each value size (32 bits first) at which
+/// its middle looks like a smooth field: rows of width 1 (extrapolation along the values) and
+/// of the width whose plane predictor fits the probe best, each as values and as planes.
+pub fn candidates(data: &[u8]) -> Vec<Shape> {
     let mut shapes = Vec::new();
-    for width in [1, width as u32] {
-        for planes in [true, false] {
-            let s = Shape {
-                big_endian,
-                planes,
-                width,
-            };
-            if !shapes.contains(&s) {
-                shapes.push(s);
+    for bytes in [4u8, 2] {
+        let Some((keys, big_endian, skip)) = smoothest(data, bytes) else {
+            continue;
+        };
+        let n = keys.len();
+        // The width whose plane predictor leaves the smallest residuals over the probe's last
+        // values (all of which have a row above them).
+        let from = n - PROBE.min(n / 2);
+        let cost = |w: usize| -> u64 {
+            (from..n)
+                .map(|i| {
+                    bits(zigzag(
+                        keys[i].wrapping_sub(field::predict(|j| keys[j], i, w)),
+                        bytes,
+                    ))
+                })
+                .sum()
+        };
+        let width = (2..=SEARCH.min(from - 1))
+            .min_by_key(|&w| cost(w))
+            .unwrap_or(1);
+        for width in [1, width as u32] {
+            for planes in [true, false] {
+                let s = Shape {
+                    bytes,
+                    big_endian,
+                    planes,
+                    width,
+                    skip,
+                };
+                if !shapes.contains(&s) {
+                    shapes.push(s);
+                }
             }
         }
     }
@@ -126,26 +144,42 @@ pub fn candidates(data: &[u8]) -> Vec<Shape> {
 }
 
 /// The shape in which the field codec promises to beat the neural codec's `model` on `data`,
-/// or `None`: the candidates tried on a slice with the fast predictor, and the best of them
-/// checked on smaller slices with `model` itself (the fast predictor favours residuals on
-/// some blocks that the full model codes better as they are).
+/// or `None`: the candidates tried on a slice with the fast predictor, and the best of each
+/// value size checked on smaller slices with `model` itself (the fast predictor favours
+/// residuals on some blocks that the full model codes better as they are, and one size over
+/// the other on some that it does not).
 pub fn choose(data: &[u8], backend: &dyn Backend, model: &NeuralConfig) -> Option<Shape> {
     let shapes = candidates(data);
     if shapes.is_empty() {
         return None;
     }
     let size = |bytes: &[u8], model: &NeuralConfig| backend.encode(bytes, model, &|_| {}).len();
-    let slice = middle(data, TRIAL);
+    let slice = middle(data, TRIAL.min(data.len() / 4).max(MIN_SLICE));
     let fast = NeuralConfig::for_level(1, <_>::default());
     let plain = size(slice, &fast);
-    let (shape, _) = shapes
+    let tried: Vec<(Shape, usize)> = shapes
         .into_iter()
         .map(|s| (s, size(&field::forward(slice, s), &fast)))
         .filter(|&(_, n)| n < plain)
-        .min_by_key(|c| c.1)?;
-    let check = quarters(data, CHECK);
+        .collect();
+    let best = |bytes: u8| {
+        tried
+            .iter()
+            .filter(|c| c.0.bytes == bytes)
+            .min_by_key(|c| c.1)
+            .map(|c| c.0)
+    };
+    let piece = CHECK.min(data.len() / 4 / CHECK_SHARE).max(MIN_SLICE) & !3;
+    let check = quarters(data, piece);
     let model = model.without_pack();
-    (size(&field::forward(&check, shape), &model) < size(&check, &model)).then_some(shape)
+    let plain = size(&check, &model);
+    [best(4), best(2)]
+        .into_iter()
+        .flatten()
+        .map(|s| (s, size(&field::forward(&check, s), &model)))
+        .filter(|&(_, n)| n < plain)
+        .min_by_key(|c| c.1)
+        .map(|c| c.0)
 }
 
 #[cfg(test)]
@@ -164,6 +198,23 @@ mod tests {
         assert!(choose(&field, &backend, &model).is_some());
         let le = crate::testing::smooth_field(300, 150, false);
         assert!(candidates(&le).iter().all(|s| !s.big_endian));
+        // A 16-bit raster is read as 16-bit values, little-endian, in its rows.
+        let raster = crate::testing::smooth_raster(160, 200);
+        let shapes = candidates(&raster);
+        assert!(
+            shapes.iter().all(|s| s.bytes == 2 && !s.big_endian),
+            "{shapes:?}"
+        );
+        assert!(shapes.iter().any(|s| s.width == 200), "{shapes:?}");
+        assert!(choose(&raster, &backend, &model).is_some());
+        // Behind a header of odd length, its values start a byte in.
+        let odd = [&b"raster:"[..], &raster[..]].concat();
+        let shapes = candidates(&odd);
+        assert!(
+            !shapes.is_empty() && shapes.iter().all(|s| s.bytes == 2 && s.skip == 1),
+            "{shapes:?}"
+        );
+        assert!(candidates(&field).iter().all(|s| s.bytes == 4));
         let text: Vec<u8> = b"a smooth field is not a text; ".repeat(10_000);
         assert!(candidates(&text).is_empty());
         let mut x = 3u64;

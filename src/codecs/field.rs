@@ -1,15 +1,19 @@
-//! The field codec: a block of 32-bit values that vary smoothly along rows and down columns
-//! (the fields of a weather or ocean model, a raster, a grid of measurements) is rewritten as
-//! the residuals of a plane predictor, which the neural codec then codes. Each value, read in
-//! the block's byte order, becomes an order-preserving key (floats compare as their keys do);
-//! the key is predicted from its neighbours left, up and up-left (`left + up - upleft`, with
-//! `up` the value `width` places back; a width of 1 extrapolates the last two values) and the
-//! zigzagged difference is written either value by value (high byte first) or as four byte
-//! planes, high bytes first. Bytes after the last whole value are copied as they are.
+//! The field codec: a block of 16- or 32-bit values that vary smoothly along rows and down
+//! columns (the fields of a weather or ocean model, a raster, a medical image, a grid of
+//! measurements) is rewritten as the residuals of a plane predictor, which the neural codec
+//! then codes. Each value, read in the block's byte order, becomes a key: a 32-bit value an
+//! order-preserving one (floats compare as their keys do), a 16-bit value itself (integers,
+//! whose differences wrap the same signed or not). The key is predicted from its neighbours
+//! left, up and up-left (`left + up - upleft`, with `up` the value `width` places back; a width
+//! of 1 extrapolates the last two values) and the zigzagged difference, as wide as the value,
+//! is written either value by value (high byte first) or as byte planes, high bytes first.
+//! The bytes before the first value (fewer than a value's, where a header of odd length puts
+//! the values off their alignment) and after the last whole one are copied as they are.
 //!
-//! Payload: flags (`u8`: bit 0, values big-endian; bit 1, byte planes), row width (`u32`, 1 to
-//! `MAX_WIDTH`), then a neural payload of the residual bytes, as long as the block (FORMAT.md,
-//! codec 10).
+//! Payload: flags (`u8`: bit 0, values big-endian; bit 1, byte planes; bit 2, 16-bit values;
+//! bits 3-4, bytes before the first value, fewer than a value's),
+//! row width (`u32`, 1 to `MAX_WIDTH`), then a neural payload of the residual bytes, as long
+//! as the block (FORMAT.md, codec 10).
 
 use super::neural::{Backend, NeuralConfig};
 use super::ProgressFn;
@@ -21,16 +25,24 @@ pub const MAX_WIDTH: u32 = 1 << 16;
 /// How a block's values are read and their residuals laid out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shape {
+    /// Bytes per value: 2 or 4.
+    pub bytes: u8,
     /// Values are stored high byte first.
     pub big_endian: bool,
-    /// Residuals as four byte planes rather than value by value.
+    /// Residuals as byte planes (one per byte of a value) rather than value by value.
     pub planes: bool,
     /// Values per row: the distance to the value above.
     pub width: u32,
+    /// Bytes before the first value, fewer than `bytes`.
+    pub skip: u8,
 }
 
 const BIG_ENDIAN: u8 = 1;
 const PLANES: u8 = 2;
+const SHORT: u8 = 4;
+/// Flags bits of `skip`.
+const SKIP_SHIFT: u32 = 3;
+const SKIP: u8 = 3 << SKIP_SHIFT;
 
 /// Order-preserving key of a 32-bit float's bits (a negative float's bits reversed).
 #[inline]
@@ -49,10 +61,20 @@ fn unkey(k: u32) -> u32 {
     }
 }
 
-/// A residual with its magnitude in the high bits and its sign in bit 0.
+/// A residual of `bytes`-byte values with its magnitude in the high bits and its sign in bit
+/// 0, as wide as the values.
 #[inline]
-pub fn zigzag(r: u32) -> u32 {
-    (r << 1) ^ ((r as i32 >> 31) as u32)
+pub fn zigzag(r: u32, bytes: u8) -> u32 {
+    match bytes {
+        2 => ((r << 1) ^ ((r as i16 >> 15) as u32)) & 0xffff,
+        _ => (r << 1) ^ ((r as i32 >> 31) as u32),
+    }
+}
+
+/// The residual whose zigzag form is `z`.
+#[inline]
+fn unzigzag(z: u32) -> u32 {
+    (z >> 1) ^ 0u32.wrapping_sub(z & 1)
 }
 
 /// The plane predictor's guess for key `i`, from the keys before it (`at(j)`: key `j`).
@@ -67,67 +89,85 @@ pub fn predict(at: impl Fn(usize) -> u32, i: usize, width: usize) -> u32 {
     }
 }
 
-/// The key of the value whose four bytes `c` begins with, read in the given byte order.
+/// The key of the value that `c` begins with, read as `shape` says.
 #[inline]
-fn key_of(c: &[u8], big_endian: bool) -> u32 {
-    let b = [c[0], c[1], c[2], c[3]];
-    key(match big_endian {
-        true => u32::from_be_bytes(b),
-        false => u32::from_le_bytes(b),
-    })
+fn key_of(c: &[u8], bytes: u8, big_endian: bool) -> u32 {
+    match (bytes, big_endian) {
+        (2, true) => u16::from_be_bytes([c[0], c[1]]) as u32,
+        (2, false) => u16::from_le_bytes([c[0], c[1]]) as u32,
+        (_, true) => key(u32::from_be_bytes([c[0], c[1], c[2], c[3]])),
+        (_, false) => key(u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+    }
 }
 
-/// The keys of `data`'s whole values, read in the given byte order.
-pub fn keys(data: &[u8], big_endian: bool) -> Vec<u32> {
-    data.chunks_exact(4)
-        .map(|c| key_of(c, big_endian))
+/// The keys of `data`'s whole `bytes`-byte values, read in the given byte order.
+pub fn keys(data: &[u8], bytes: u8, big_endian: bool) -> Vec<u32> {
+    data.chunks_exact(bytes as usize)
+        .map(|c| key_of(c, bytes, big_endian))
         .collect()
 }
 
 /// The residual form of `data` (as long as `data`).
 pub fn forward(data: &[u8], shape: Shape) -> Vec<u8> {
-    let keys = keys(data, shape.big_endian);
+    let skip = (shape.skip as usize).min(data.len());
+    let mut out = data[..skip].to_vec();
+    out.extend(residuals(&data[skip..], shape));
+    out
+}
+
+/// The residuals of `data`, whose first value starts at its first byte.
+fn residuals(data: &[u8], shape: Shape) -> Vec<u8> {
+    let b = shape.bytes as usize;
+    let keys = keys(data, shape.bytes, shape.big_endian);
     let n = keys.len();
     let width = shape.width as usize;
     let mut out = vec![0u8; data.len()];
     for i in 0..n {
         let r = keys[i].wrapping_sub(predict(|j| keys[j], i, width));
-        let z = zigzag(r).to_be_bytes();
+        let z = zigzag(r, shape.bytes).to_be_bytes();
+        let z = &z[4 - b..];
         match shape.planes {
-            true => (0..4).for_each(|k| out[k * n + i] = z[k]),
-            false => out[4 * i..4 * i + 4].copy_from_slice(&z),
+            true => (0..b).for_each(|k| out[k * n + i] = z[k]),
+            false => out[b * i..b * i + b].copy_from_slice(z),
         }
     }
-    out[4 * n..].copy_from_slice(&data[4 * n..]);
+    out[b * n..].copy_from_slice(&data[b * n..]);
     out
 }
 
 /// Appends the block whose residual form is `residuals` to `out`. The keys the predictor
 /// needs are read back from what is already written (no second copy of the block).
 pub fn inverse(residuals: &[u8], shape: Shape, out: &mut Vec<u8>) {
-    let n = residuals.len() / 4;
+    let skip = (shape.skip as usize).min(residuals.len());
+    out.extend_from_slice(&residuals[..skip]);
+    let residuals = &residuals[skip..];
+    let b = shape.bytes as usize;
+    let n = residuals.len() / b;
     let width = shape.width as usize;
     let start = out.len();
     out.reserve(residuals.len());
     for i in 0..n {
-        let z = match shape.planes {
-            true => [0, 1, 2, 3].map(|k| residuals[k * n + i]),
-            false => [0, 1, 2, 3].map(|k| residuals[4 * i + k]),
-        };
-        let z = u32::from_be_bytes(z);
-        let r = (z >> 1) ^ 0u32.wrapping_sub(z & 1);
+        let z = (0..b).fold(0u32, |z, k| {
+            let byte = match shape.planes {
+                true => residuals[k * n + i],
+                false => residuals[b * i + k],
+            };
+            z << 8 | byte as u32
+        });
         let p = predict(
-            |j| key_of(&out[start + 4 * j..], shape.big_endian),
+            |j| key_of(&out[start + b * j..], shape.bytes, shape.big_endian),
             i,
             width,
         );
-        let bits = unkey(r.wrapping_add(p));
-        out.extend_from_slice(&match shape.big_endian {
-            true => bits.to_be_bytes(),
-            false => bits.to_le_bytes(),
-        });
+        let k = unzigzag(z).wrapping_add(p);
+        match (shape.bytes, shape.big_endian) {
+            (2, true) => out.extend_from_slice(&(k as u16).to_be_bytes()),
+            (2, false) => out.extend_from_slice(&(k as u16).to_le_bytes()),
+            (_, true) => out.extend_from_slice(&unkey(k).to_be_bytes()),
+            (_, false) => out.extend_from_slice(&unkey(k).to_le_bytes()),
+        }
     }
-    out.extend_from_slice(&residuals[4 * n..]);
+    out.extend_from_slice(&residuals[b * n..]);
 }
 
 /// Codes `data` as `shape` says with the neural codec's `model` on `backend`.
@@ -138,7 +178,10 @@ pub fn encode(
     model: &NeuralConfig,
     progress: ProgressFn,
 ) -> Vec<u8> {
-    let flags = (shape.big_endian as u8 * BIG_ENDIAN) | (shape.planes as u8 * PLANES);
+    let flags = (shape.big_endian as u8 * BIG_ENDIAN)
+        | (shape.planes as u8 * PLANES)
+        | ((shape.bytes == 2) as u8 * SHORT)
+        | (shape.skip << SKIP_SHIFT);
     let mut payload = vec![flags];
     payload.extend_from_slice(&shape.width.to_le_bytes());
     payload.extend_from_slice(&backend.encode(&forward(data, shape), model, progress));
@@ -151,15 +194,22 @@ fn parse(payload: &[u8]) -> Result<(Shape, &[u8])> {
         return Err(Error::Truncated("field block"));
     };
     let width = u32::from_le_bytes([*a, *b, *c, *d]);
-    if flags & !(BIG_ENDIAN | PLANES) != 0 || !(1..=MAX_WIDTH).contains(&width) {
+    let bytes = if flags & SHORT != 0 { 2 } else { 4 };
+    let skip = (flags & SKIP) >> SKIP_SHIFT;
+    if flags & !(BIG_ENDIAN | PLANES | SHORT | SKIP) != 0
+        || skip >= bytes
+        || !(1..=MAX_WIDTH).contains(&width)
+    {
         return Err(Error::Corrupt(format!(
             "field block of flags {flags:#x}, width {width}"
         )));
     }
     let shape = Shape {
+        bytes,
         big_endian: flags & BIG_ENDIAN != 0,
         planes: flags & PLANES != 0,
         width,
+        skip,
     };
     Ok((shape, inner))
 }
@@ -213,14 +263,17 @@ mod tests {
         let mut s = 7u64;
         for len in [0, 1, 3, 4, 5, 17, 400, 4099] {
             let data: Vec<u8> = (0..len).map(|_| xorshift(&mut s) as u8).collect();
-            for width in [1, 2, 3, 7, 100, 2000] {
+            let widths = [1, 2, 3, 7, 100, 2000].into_iter();
+            for (width, bytes, skip) in widths.flat_map(|w| [(w, 2, 1), (w, 4, 0), (w, 4, 3)]) {
                 for (big_endian, planes) in
                     [(false, false), (true, false), (false, true), (true, true)]
                 {
                     let shape = Shape {
+                        bytes,
                         big_endian,
                         planes,
                         width,
+                        skip,
                     };
                     let r = forward(&data, shape);
                     assert_eq!(r.len(), data.len());
@@ -238,9 +291,11 @@ mod tests {
         let backend = CpuBackend::default();
         let model = NeuralConfig::for_level(1, <_>::default());
         let shape = Shape {
+            bytes: 4,
             big_endian: true,
             planes: true,
             width: 90,
+            skip: 0,
         };
         let payload = encode(&field, shape, &backend, &model, &|_| {});
         let plain = backend.encode(&field, &model, &|_| {});
@@ -254,7 +309,12 @@ mod tests {
         decode(&payload, field.len(), &backend, &model, &|_| {}, &mut out).unwrap();
         assert_eq!(out, field);
         // Hostile shapes are refused before any decoding.
-        for bad in [[4u8, 90, 0, 0, 0], [0, 0, 0, 0, 0], [0, 1, 0, 1, 0]] {
+        for bad in [
+            [0x20u8, 90, 0, 0, 0],
+            [4 | 2 << 3, 90, 0, 0, 0],
+            [0, 0, 0, 0, 0],
+            [0, 1, 0, 1, 0],
+        ] {
             let mut p = payload.clone();
             p[..5].copy_from_slice(&bad);
             assert!(decode(&p, field.len(), &backend, &model, &|_| {}, &mut out).is_err());

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 // The generators the library's unit tests use, from the same file.
 #[path = "../../src/testing.rs"]
 mod testing;
-pub use testing::{smooth_field, stft_basis, xorshift};
+pub use testing::{smooth_field, smooth_raster, stft_basis, xorshift};
 
 /// Result of one run of the binary.
 pub struct Run {

@@ -4,7 +4,7 @@
 //! those bytes: an encoder change that alters them needs a new format version (FORMAT.md) and
 //! new golden archives (`SEP_BLESS=1 cargo test --release golden` writes them).
 
-use crate::common::{smooth_field, xorshift};
+use crate::common::{smooth_field, smooth_raster, xorshift};
 use crate::tensors::{classifier, dequantized, safetensors, stft_file};
 use sep::{Codec, Options, SimdLevel};
 use std::path::PathBuf;
@@ -101,6 +101,14 @@ fn fields() -> Vec<u8> {
     data
 }
 
+/// A 16-bit raster of 180 rows of 200 behind a header of text, as a medical image stores
+/// one: the field codec with 16-bit values.
+fn raster() -> Vec<u8> {
+    let mut data = b"rows 180, columns 200, 16 bits little-endian\n".to_vec();
+    data.extend(smooth_raster(180, 200));
+    data
+}
+
 /// 1,500 picks among 64 random words of 48 bytes: each word recurs with every other after it,
 /// so the neural codec's match model, which follows one earlier occurrence, keeps losing the
 /// thread where LZMA codes each word as a match: the LZMA codec.
@@ -165,6 +173,11 @@ fn cases() -> Vec<Case> {
         Case {
             name: "field.f32be",
             input: fields(),
+            codecs: &[Codec::Field],
+        },
+        Case {
+            name: "field.u16le",
+            input: raster(),
             codecs: &[Codec::Field],
         },
         Case {
