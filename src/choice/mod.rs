@@ -85,6 +85,18 @@ const GUESS_MIN: usize = 16 << 10;
 /// codec 0.839; binary/geo, 32-bit floats of another format: predicted 0.627, made 0.443,
 /// where the planes codec's sample made 0.610).
 const GUESS_HANDICAP: f64 = 0.03;
+/// Bytes from the middle of a block that `neural_trial` codes.
+const NEURAL_TRIAL: usize = 16 << 10;
+
+/// The fraction of a slice from the middle of `data` (at least `NEURAL_TRIAL` bytes long)
+/// that the neural codec's `model` makes of it, starting fresh.
+fn neural_trial(data: &[u8], backend: &dyn Backend, model: &NeuralConfig) -> f64 {
+    let len = NEURAL_TRIAL.min(data.len());
+    let at = ((data.len() - len) / 2) & !7;
+    let slice = &data[at..at + len];
+    backend.encode(slice, &model.without_pack(), &|_| {}).len() as f64 / len.max(1) as f64
+}
+
 /// How far under its order-0 entropy zstd may take a sample that still counts as showing no
 /// structure beyond its values' statistics (raw trained weights: zstd 0.4-0.7% above it; the
 /// middle of each file of the binary corpora, whose structure the neural codec finds: 4%
@@ -322,11 +334,15 @@ pub fn code_block(
                 Some(s) if flat || !predicted => float_guess(s),
                 _ => None,
             };
+            // The estimates see bytes, not values: where they give the block to the planes
+            // codec, a slice from its middle coded with the block's model decides (16-bit
+            // integers that the planes codec takes for floats: the model sees each high
+            // byte's neighbours; trained weights stay with the planes codec).
             let worth_neural = match (floats, &centre) {
                 (Some((_, fraction)), Some(c))
                     if flat && !c.worth_neural_against(fraction + GUESS_HANDICAP) =>
                 {
-                    false
+                    neural_trial(data, backend, neural) < fraction
                 }
                 _ => predicted,
             };
@@ -582,6 +598,52 @@ mod tests {
         // Sample pieces start at multiples of 8 bytes whatever the length.
         assert_eq!(aligned_sample(&data[..1_000_003]).len(), SAMPLE);
         assert_eq!(aligned_sample(&data[..1003]).len(), 1000);
+    }
+
+    #[test]
+    fn noisy_16_bit_integers_go_to_the_neural_codec() {
+        // A scan's volume of big-endian 16-bit integers, each a smooth signal under noise of
+        // about 10 bits: the planes codec, taking them for floats, is what the estimates
+        // expect to win, but the neural codec, seeing each high byte's neighbours, does.
+        let mut x = 5u64;
+        let data: Vec<u8> = (0..40_000u32)
+            .flat_map(|i| {
+                let (col, row) = ((i % 33) as f32, (i / 33) as f32);
+                let noise: f32 = (0..3).map(|_| (xorshift(&mut x) % 1000) as f32).sum();
+                let v = 8000.0 + 6000.0 * (col / 5.0).sin() * (row / 7.0).cos() + noise;
+                (v as i16).to_be_bytes()
+            })
+            .collect();
+        let sample = aligned_sample(&data);
+        let (_, fraction) = float_guess(&sample).expect("a guess");
+        let centre = Prediction::of_sample(&sample);
+        assert!(centre.zstd >= centre.order0 - FLAT, "not flat");
+        assert!(!centre.worth_neural_against(fraction + GUESS_HANDICAP));
+        let backend = crate::codecs::neural::CpuBackend::default();
+        let model = NeuralConfig::default();
+        let (codec, payload) = code_block(
+            &data,
+            Kind::General,
+            false,
+            &backend,
+            &model,
+            &|_| {},
+            Vec::new(),
+        );
+        assert_eq!(codec, Codec::Neural, "{fraction}");
+        assert!((payload.len() as f64) < fraction * data.len() as f64);
+        let mut out = Vec::new();
+        let (r, _) = crate::codecs::neural::decode(
+            &payload,
+            data.len(),
+            model.params,
+            None,
+            Default::default(),
+            &|_| {},
+            &mut out,
+        );
+        r.expect("decodes");
+        assert!(out == data);
     }
 
     #[test]
