@@ -20,7 +20,9 @@ use crate::codecs::neural::{Backend, NeuralConfig};
 use crate::codecs::{self, zstd as zstd_codec, ProgressFn};
 use crate::format::{neural_fits, Codec};
 use detect::Kind;
-use sample::{aligned_sample, float_guess, repeats, sample, zstd_fraction, Guess, Prediction};
+use sample::{
+    aligned_sample, float_guess, repeats, sample, zstd_fraction, Guess, Prediction, NEURAL_MIN_GAIN,
+};
 
 /// zstd level of the fast general codec.
 const ZSTD_LEVEL: i32 = 9;
@@ -337,12 +339,13 @@ pub fn code_block(
             // The estimates see bytes, not values: where they give the block to the planes
             // codec, a slice from its middle coded with the block's model decides (16-bit
             // integers that the planes codec takes for floats: the model sees each high
-            // byte's neighbours; trained weights stay with the planes codec).
+            // byte's neighbours; trained weights stay with the planes codec), if the model
+            // makes the slice smaller at all (random bytes stay stored).
             let worth_neural = match (floats, &centre) {
                 (Some((_, fraction)), Some(c))
                     if flat && !c.worth_neural_against(fraction + GUESS_HANDICAP) =>
                 {
-                    neural_trial(data, backend, neural) < fraction
+                    neural_trial(data, backend, neural) < fraction.min(1.0 - NEURAL_MIN_GAIN)
                 }
                 _ => predicted,
             };

@@ -12,7 +12,7 @@ pub(super) const SAMPLE: usize = 64 << 10;
 const PIECES: usize = 4;
 /// The neural codec runs only if its predicted size is smaller than the best fast codec's by
 /// at least this fraction of the block: it costs ~1000x their time.
-const NEURAL_MIN_GAIN: f64 = 0.01;
+pub(super) const NEURAL_MIN_GAIN: f64 = 0.01;
 /// Share of the redundancy left by zstd that the neural codec is predicted to remove as well
 /// (measured on the shared corpora: sep's archives are 16% smaller than zstd -19's in total).
 const NEURAL_EXTRA: f64 = 0.15;
