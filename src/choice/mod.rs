@@ -467,6 +467,20 @@ mod tests {
     use crate::testing::xorshift;
     use sample::{order0, SAMPLE};
 
+    /// `data` coded as a general block outside tensor files, with the default model.
+    fn general(data: &[u8]) -> (Codec, Vec<u8>) {
+        let backend = crate::codecs::neural::CpuBackend::default();
+        code_block(
+            data,
+            Kind::General,
+            false,
+            &backend,
+            &NeuralConfig::default(),
+            &|_| {},
+            Vec::new(),
+        )
+    }
+
     #[test]
     fn predictions_follow_the_data() {
         let text: Vec<u8> = b"the quick brown fox jumps over the lazy dog; "
@@ -560,19 +574,6 @@ mod tests {
             "without the guess, the neural codec would run"
         );
         assert!(!p.worth_neural_against(fraction + GUESS_HANDICAP));
-        let backend = crate::codecs::neural::CpuBackend::default();
-        let model = NeuralConfig::default();
-        let general = |d: &[u8]| {
-            code_block(
-                d,
-                Kind::General,
-                false,
-                &backend,
-                &model,
-                &|_| {},
-                Vec::new(),
-            )
-        };
         let (codec, payload) = general(&data);
         assert_eq!(codec, Codec::Planes);
         assert!(payload.len() < data.len() * 9 / 10);
@@ -622,24 +623,14 @@ mod tests {
         let centre = Prediction::of_sample(&sample);
         assert!(centre.zstd >= centre.order0 - FLAT, "not flat");
         assert!(!centre.worth_neural_against(fraction + GUESS_HANDICAP));
-        let backend = crate::codecs::neural::CpuBackend::default();
-        let model = NeuralConfig::default();
-        let (codec, payload) = code_block(
-            &data,
-            Kind::General,
-            false,
-            &backend,
-            &model,
-            &|_| {},
-            Vec::new(),
-        );
+        let (codec, payload) = general(&data);
         assert_eq!(codec, Codec::Neural, "{fraction}");
         assert!((payload.len() as f64) < fraction * data.len() as f64);
         let mut out = Vec::new();
         let (r, _) = crate::codecs::neural::decode(
             &payload,
             data.len(),
-            model.params,
+            NeuralConfig::default().params,
             None,
             Default::default(),
             &|_| {},
