@@ -1,5 +1,5 @@
-//! Whether a general block is smooth 16- or 32-bit fields, and in which shape the field codec should
-//! code it. A cheap test on the middle of the block comes first: its values' keys lie much
+//! Whether a general block is smooth 16- or 32-bit fields, and in which shape the field codec
+//! should code it. A cheap test on the middle of the block comes first: its values' keys lie much
 //! closer to their left neighbour's than to their median (fields of a physical model: 5-7 bits
 //! closer per value; trained weights, text and code: about 1 bit or less). Only then are the
 //! row width and byte layout searched, the shapes tried on a slice with the fast predictor,
@@ -74,10 +74,9 @@ fn distances(k: &[u32]) -> Option<(u64, u64)> {
 
 /// The keys of `data`'s middle as `bytes`-byte values, with their byte order and the first
 /// value's place (16-bit values only), if they look like a smooth field: in the order and from
-/// the place where the
-/// last `PROBE` values lie closest to their neighbours (a field of round values read in the
-/// wrong order has small keys, but not close ones), they lie much closer to them than to
-/// their median.
+/// the place where the last `PROBE` values lie closest to their neighbours (a field of round
+/// values read in the wrong order has small keys, but not close ones), they lie much closer
+/// to them than to their median.
 fn smoothest(data: &[u8], bytes: u8) -> Option<(Vec<u32>, bool, u8)> {
     let probe = middle(data, bytes as usize * (PROBE + SEARCH + 1));
     if probe.len() < bytes as usize * MIN_VALUES {
