@@ -107,7 +107,7 @@ impl Mixer {
     }
 
     /// Mixes inputs `x` with weight set `sel`; returns (stretched output, probability).
-    #[inline]
+    #[inline(always)]
     pub fn mix(&mut self, x: &[f32], sel: usize) -> (f32, f32) {
         self.sel = sel * self.n;
         self.x[..self.n].copy_from_slice(&x[..self.n]);
@@ -118,7 +118,7 @@ impl Mixer {
     }
 
     /// Trains the last mixed weight set on the observed bit.
-    #[inline]
+    #[inline(always)]
     pub fn update(&mut self, bit: u32) {
         let set = self.sel / self.n;
         let u = self.uses[set];
