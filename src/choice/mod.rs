@@ -358,8 +358,8 @@ pub fn code_block(
                 false => None,
             };
             if let Some(shape) = shape {
-                let payload =
-                    codecs::field::encode(data, shape, backend, &neural.without_pack(), progress);
+                let model = field::residual_model(neural);
+                let payload = codecs::field::encode(data, shape, backend, &model, progress);
                 if neural_fits(data.len() as u64, payload.len() as u64) {
                     best.consider(Codec::Field, payload);
                 }

@@ -11,9 +11,9 @@
 //! the values off their alignment) and after the last whole one are copied as they are.
 //!
 //! Payload: flags (`u8`: bit 0, values big-endian; bit 1, byte planes; bit 2, 16-bit values;
-//! bits 3-4, bytes before the first value, fewer than a value's),
-//! row width (`u32`, 1 to `MAX_WIDTH`), then a neural payload of the residual bytes, as long
-//! as the block (FORMAT.md, codec 10).
+//! bits 3-4, bytes before the first value, fewer than a value's; bit 5, the residuals' model
+//! mixes leanly, one mixer and one probability map), row width (`u32`, 1 to `MAX_WIDTH`),
+//! then a neural payload of the residual bytes, as long as the block (FORMAT.md, codec 10).
 
 use super::neural::{Backend, NeuralConfig};
 use super::ProgressFn;
@@ -43,6 +43,7 @@ const SHORT: u8 = 4;
 /// Flags bits of `skip`.
 const SKIP_SHIFT: u32 = 3;
 const SKIP: u8 = 3 << SKIP_SHIFT;
+const LEAN: u8 = 32;
 
 /// Order-preserving key of a 32-bit float's bits (a negative float's bits reversed).
 #[inline]
@@ -170,7 +171,8 @@ pub fn inverse(residuals: &[u8], shape: Shape, out: &mut Vec<u8>) {
     out.extend_from_slice(&residuals[b * n..]);
 }
 
-/// Codes `data` as `shape` says with the neural codec's `model` on `backend`.
+/// Codes `data` as `shape` says, its residuals with the neural codec's `model` on `backend`
+/// (a lean model is recorded as such: the archive's model may not be).
 pub fn encode(
     data: &[u8],
     shape: Shape,
@@ -181,22 +183,23 @@ pub fn encode(
     let flags = (shape.big_endian as u8 * BIG_ENDIAN)
         | (shape.planes as u8 * PLANES)
         | ((shape.bytes == 2) as u8 * SHORT)
-        | (shape.skip << SKIP_SHIFT);
+        | (shape.skip << SKIP_SHIFT)
+        | (model.params.lean as u8 * LEAN);
     let mut payload = vec![flags];
     payload.extend_from_slice(&shape.width.to_le_bytes());
     payload.extend_from_slice(&backend.encode(&forward(data, shape), model, progress));
     payload
 }
 
-/// The shape a payload names and its neural payload.
-fn parse(payload: &[u8]) -> Result<(Shape, &[u8])> {
+/// The shape a payload names, whether its residuals' model is lean, and its neural payload.
+fn parse(payload: &[u8]) -> Result<(Shape, bool, &[u8])> {
     let [flags, a, b, c, d, inner @ ..] = payload else {
         return Err(Error::Truncated("field block"));
     };
     let width = u32::from_le_bytes([*a, *b, *c, *d]);
     let bytes = if flags & SHORT != 0 { 2 } else { 4 };
     let skip = (flags & SKIP) >> SKIP_SHIFT;
-    if flags & !(BIG_ENDIAN | PLANES | SHORT | SKIP) != 0
+    if flags & !(BIG_ENDIAN | PLANES | SHORT | SKIP | LEAN) != 0
         || skip >= bytes
         || !(1..=MAX_WIDTH).contains(&width)
     {
@@ -211,10 +214,11 @@ fn parse(payload: &[u8]) -> Result<(Shape, &[u8])> {
         width,
         skip,
     };
-    Ok((shape, inner))
+    Ok((shape, flags & LEAN != 0, inner))
 }
 
-/// Decodes a field payload of a `raw_len`-byte block, appending the block to `out`.
+/// Decodes a field payload of a `raw_len`-byte block coded with the archive's `model`,
+/// appending the block to `out`.
 pub fn decode(
     payload: &[u8],
     raw_len: usize,
@@ -223,8 +227,16 @@ pub fn decode(
     progress: ProgressFn,
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    let (shape, inner) = parse(payload)?;
+    let (shape, lean, inner) = parse(payload)?;
     let mut residuals = Vec::new();
+    let leaned;
+    let model = match lean && !model.params.lean {
+        true => {
+            leaned = model.leaned();
+            &leaned
+        }
+        false => model,
+    };
     backend.decode(inner, raw_len, model, progress, &mut residuals)?;
     if residuals.len() != raw_len {
         return Err(Error::Corrupt("field block of the wrong length".into()));
@@ -310,7 +322,7 @@ mod tests {
         assert_eq!(out, field);
         // Hostile shapes are refused before any decoding.
         for bad in [
-            [0x20u8, 90, 0, 0, 0],
+            [0x40u8, 90, 0, 0, 0],
             [4 | 2 << 3, 90, 0, 0, 0],
             [0, 0, 0, 0, 0],
             [0, 1, 0, 1, 0],
@@ -328,5 +340,39 @@ mod tests {
             &mut out
         )
         .is_err());
+    }
+
+    #[test]
+    fn lean_residuals_decode_with_the_archives_model() {
+        let field = crate::testing::smooth_raster(60, 80);
+        let backend = CpuBackend::default();
+        let model = NeuralConfig::default();
+        let shape = Shape {
+            bytes: 2,
+            big_endian: false,
+            planes: false,
+            width: 80,
+            skip: 0,
+        };
+        let payload = encode(&field, shape, &backend, &model.leaned(), &|_| {});
+        assert_eq!(payload[0] & LEAN, LEAN);
+        let full = encode(&field, shape, &backend, &model, &|_| {});
+        assert_ne!(payload[5..], full[5..]);
+        let mut out = Vec::new();
+        decode(&payload, field.len(), &backend, &model, &|_| {}, &mut out).unwrap();
+        assert_eq!(out, field);
+        // Without the flag, the residuals are read with the full model: other bytes or an error.
+        let mut unflagged = payload.clone();
+        unflagged[0] &= !LEAN;
+        let mut wrong = Vec::new();
+        let read = decode(
+            &unflagged,
+            field.len(),
+            &backend,
+            &model,
+            &|_| {},
+            &mut wrong,
+        );
+        assert!(read.is_err() || wrong != field);
     }
 }

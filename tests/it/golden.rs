@@ -9,11 +9,14 @@ use crate::tensors::{classifier, dequantized, safetensors, stft_file};
 use sep::{Codec, Options, SimdLevel};
 use std::path::PathBuf;
 
-/// One golden archive: its name, its input, the codecs its blocks must include.
+/// One golden archive: its name, its input, the codecs its blocks must include, and whether
+/// the encoder still writes it (archives of an earlier encoder of this format version only
+/// decode).
 struct Case {
     name: &'static str,
     input: Vec<u8>,
     codecs: &'static [Codec],
+    written: bool,
 }
 
 /// English-like text from a fixed list of words.
@@ -129,61 +132,87 @@ fn cases() -> Vec<Case> {
             name: "neural.txt",
             input: text(3000),
             codecs: &[Codec::Neural],
+            written: true,
         },
         Case {
             name: "stored.bin",
             input: (0..2000).map(|_| xorshift(&mut x) as u8).collect(),
             codecs: &[Codec::Stored],
+            written: true,
         },
         Case {
             name: "mixed.safetensors",
             input: mixed_tensors(),
             codecs: &[Codec::TensorHeader, Codec::Zstd, Codec::Planes],
+            written: true,
         },
         Case {
             name: "scaled.safetensors",
             input: dequantized(16, 64, false, false, false),
             codecs: &[Codec::Scaled],
+            written: true,
         },
         Case {
             name: "recent.bf16.safetensors",
             input: dequantized(16, 16, false, true, true),
             codecs: &[Codec::Recent],
+            written: true,
         },
         Case {
             name: "repeated.safetensors",
             input: classifier(8),
             codecs: &[Codec::Repeated],
+            written: true,
         },
         Case {
             name: "copies.safetensors",
             input: stft_file(),
             codecs: &[Codec::Copies],
+            written: true,
         },
         Case {
             name: "fp8.safetensors",
             input: fp8_tensors(),
             codecs: &[Codec::TensorHeader, Codec::Planes],
+            written: true,
         },
         Case {
             name: "swapped.f32be",
             input: big_endian_floats(),
             codecs: &[Codec::Swapped],
+            written: true,
         },
+        // Written before the default level's field residuals took lean mixing.
         Case {
             name: "field.f32be",
             input: fields(),
             codecs: &[Codec::Field],
+            written: false,
         },
+        Case {
+            name: "field-lean.f32be",
+            input: fields(),
+            codecs: &[Codec::Field],
+            written: true,
+        },
+        // Written before the default level's field residuals took lean mixing.
         Case {
             name: "field.u16le",
             input: raster(),
             codecs: &[Codec::Field],
+            written: false,
+        },
+        Case {
+            name: "field-lean.u16le",
+            input: raster(),
+            codecs: &[Codec::Field],
+            written: true,
         },
         Case {
             name: "lzma.bin",
             input: words(),
             codecs: &[Codec::Lzma],
+            written: true,
         },
     ]
 }
@@ -231,7 +260,7 @@ fn golden_archives_decode_everywhere() {
 #[test]
 fn the_encoder_still_writes_the_golden_archives() {
     let bless = std::env::var_os("SEP_BLESS").is_some();
-    for case in cases() {
+    for case in cases().into_iter().filter(|c| c.written) {
         let path = golden_dir().join(format!("{}.sep", case.name));
         let mut archive = Vec::new();
         sep::compress_bytes(&case.input, &mut archive, &options(2)).unwrap();

@@ -117,6 +117,15 @@ impl NeuralConfig {
         }
     }
 
+    /// This configuration with one mixer and one probability map (the lean mixing of level
+    /// 2's model), for data whose structure a codec has taken out (the field codec's
+    /// residuals).
+    pub fn leaned(&self) -> Self {
+        let mut c = self.clone();
+        c.params.lean = true;
+        c
+    }
+
     /// This configuration with every block's model starting from `pack`, which must have been
     /// trained for it.
     pub fn attach(mut self, pack: Arc<Pack>) -> Result<Self> {
