@@ -229,14 +229,8 @@ pub fn decode(
 ) -> Result<()> {
     let (shape, lean, inner) = parse(payload)?;
     let mut residuals = Vec::new();
-    let leaned;
-    let model = match lean && !model.params.lean {
-        true => {
-            leaned = model.leaned();
-            &leaned
-        }
-        false => model,
-    };
+    let leaned = lean.then(|| model.leaned());
+    let model = leaned.as_ref().unwrap_or(model);
     backend.decode(inner, raw_len, model, progress, &mut residuals)?;
     if residuals.len() != raw_len {
         return Err(Error::Corrupt("field block of the wrong length".into()));
