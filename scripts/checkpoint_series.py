@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """A checkpoint series from real training steps: a small byte-level language model (embedding,
 one hidden layer of 512, softmax over 256 bytes; about 0.4M parameters) trained with Adam on
-text given on the command line, saved as safetensors (f32) every EVERY steps. The test data of
-checkpoint deltas (`--patch-from`). Needs: pip install numpy safetensors.
-Usage: [LR=1e-3] python3 scripts/checkpoint_series.py OUT_DIR STEPS EVERY TEXT_FILE..."""
-import os, sys
+text given on the command line, saved as safetensors every EVERY steps: f32, or with DTYPE=bf16
+the master weights rounded to bf16 (to nearest, ties to even), as mixed-precision training saves
+them. The test data of checkpoint deltas (`--patch-from`). Needs: pip install numpy safetensors.
+Usage: [LR=1e-3] [DTYPE=f32|bf16] python3 scripts/checkpoint_series.py OUT_DIR STEPS EVERY TEXT_FILE..."""
+import json, os, struct, sys
 import numpy as np
 from safetensors.numpy import save_file
 
@@ -14,6 +15,26 @@ os.makedirs(out, exist_ok=True)
 rng = np.random.default_rng(1)
 CTX, EMB, HID, BATCH = 8, 32, 512, 256
 LR = float(os.environ.get("LR", "1e-3"))
+DTYPE = os.environ.get("DTYPE", "f32")
+
+
+def save_bf16(tensors, path):
+    """A safetensors file of `tensors` (f32 arrays) rounded to bf16, tensors in name order."""
+    header, blobs, at = {}, [], 0
+    for name in sorted(tensors):
+        bits = tensors[name].astype(np.float32).view(np.uint32).astype(np.uint64)
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+        blob = bits.astype(np.uint16).tobytes()
+        header[name] = {"dtype": "BF16", "shape": list(tensors[name].shape),
+                        "data_offsets": [at, at + len(blob)]}
+        blobs.append(blob)
+        at += len(blob)
+    head = json.dumps(header, separators=(",", ":")).encode()
+    head += b" " * (-len(head) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(head)) + head + b"".join(blobs))
+
+
 p = {
     "emb": rng.normal(0, 0.1, (256, EMB)).astype(np.float32),
     "w1": rng.normal(0, (CTX * EMB) ** -0.5, (CTX * EMB, HID)).astype(np.float32),
@@ -50,5 +71,9 @@ for step in range(1, steps + 1):
         mh, vh = m[k] / (1 - 0.9**step), v[k] / (1 - 0.999**step)
         p[k] = (p[k] - LR * mh / (np.sqrt(vh) + 1e-8)).astype(np.float32)
     if step % every == 0:
-        save_file(p, f"{out}/step{step:06d}.safetensors")
+        path = f"{out}/step{step:06d}.safetensors"
+        if DTYPE == "bf16":
+            save_bf16(p, path)
+        else:
+            save_file(p, path)
         print(step, "loss %.3f" % loss, flush=True)

@@ -40,6 +40,9 @@ pub enum Error {
     /// A mapped input changed while it was being compressed (the archive would not match it).
     #[error("the input changed while it was being compressed")]
     InputChanged,
+    /// The base file (`--patch-from`) changed while the input was compressed against it.
+    #[error("the base file changed while the input was being compressed against it")]
+    BaseChanged,
     /// An option value is out of range.
     #[error("invalid option: {0}")]
     InvalidOption(String),
@@ -54,6 +57,17 @@ pub enum Error {
     /// A pack file is not a valid pack, or does not fit the model it is used with.
     #[error("bad pack: {0}")]
     BadPack(String),
+    /// The archive was made against a base file (`--patch-from`) that was not given, or
+    /// another file was given.
+    #[error("archive was made against a base file of {len} bytes (sha256 {sha256}); {}", if *given { "the file given is another" } else { "give it with --patch-from" })]
+    BaseMissing {
+        /// The base's SHA-256, in hex.
+        sha256: String,
+        /// Its length.
+        len: u64,
+        /// Whether a base was given (another one).
+        given: bool,
+    },
     /// The archive needs a pack that was not given.
     #[error("archive needs pack {name} (sha256 {sha256}), which is not available")]
     PackMissing {

@@ -33,6 +33,7 @@ mod simd;
 #[cfg(test)]
 mod testing;
 
+pub use choice::base::Base;
 pub use codecs::float::DType;
 pub use codecs::neural::{Backbone, Pack, DEFAULT_LEVEL, LEVELS};
 pub use error::{Error, Result};
@@ -65,7 +66,10 @@ fn compress_stream(
     opts: &Options,
     len: Option<u64>,
 ) -> Result<Stats> {
-    let mut known = Known { len, layout: None };
+    let mut known = Known {
+        len,
+        ..Known::default()
+    };
     if opts.dtype.is_some() {
         let neural = opts.neural_for(&[], &known)?;
         return pipeline::compress(&mut Streamed(input), &mut output, opts, &neural, known);
@@ -99,7 +103,10 @@ fn compress_whole(
     mut output: impl Write,
     opts: &Options,
 ) -> Result<Stats> {
-    let known = Known::whole(bytes, opts.dtype);
+    let mut known = Known::whole(bytes, opts.dtype);
+    if let Some(base) = &opts.base {
+        known.deltas = base.spans(bytes);
+    }
     let neural = opts.neural_for(bytes, &known)?;
     pipeline::compress(&mut source, &mut output, opts, &neural, known)
 }
@@ -251,6 +258,9 @@ pub struct Info {
     pub neural: String,
     /// The pack the neural codec's blocks start from, if any: its name and SHA-256 (hex).
     pub pack: Option<(String, String)>,
+    /// The base file its delta blocks were coded against (`--patch-from`), if any: its length
+    /// and SHA-256 (hex).
+    pub base: Option<(u64, String)>,
     /// Bytes of original data.
     pub original_bytes: u64,
     /// The trailer's checksum of the data (xxh3-64 of the blocks' checksums).
@@ -290,6 +300,7 @@ pub fn inspect(mut input: impl Read + Seek) -> Result<Info> {
         part: header.part,
         neural: neural.describe(),
         pack: pack.map(|p| (p.name.clone(), p.hex())),
+        base: header.base.map(|b| (b.len, choice::base::hex(&b.sha256))),
         original_bytes: trailer.total_len,
         checksum: trailer.data_hash,
         archive_bytes,
@@ -413,10 +424,15 @@ pub mod internals {
                     crate::codecs::neural::NeuralConfig::for_level(level, <_>::default());
                 neural.params.min_lane = 512;
                 let backend = crate::codecs::neural::CpuBackend::default();
+                // A base for delta blocks: 64 KiB of varied bytes.
+                let base: Vec<u8> = (0..1u32 << 16)
+                    .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+                    .collect();
                 let decoder = crate::codecs::Decoder {
                     neural: &neural,
                     backend: &backend,
                     progress: &|_| {},
+                    base: Some(&base),
                 };
                 let mut out = Vec::new();
                 let _ = decoder.decode(codec, payload, raw_len, (0, 0), &mut out);

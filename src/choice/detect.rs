@@ -77,6 +77,11 @@ fn float_kind(d: safetensors::Dtype) -> Kind {
     }
 }
 
+/// Whether tensors of safetensors dtype `d` take the float codecs.
+pub(super) fn is_float(d: safetensors::Dtype) -> bool {
+    matches!(float_kind(d), Kind::Tensor(_))
+}
+
 /// Segments of a well-formed safetensors file, or `None`.
 fn safetensors(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
     // Cheap checks first: header length in range and a JSON object right after it.

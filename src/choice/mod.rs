@@ -3,6 +3,7 @@
 //! and the slow neural model is only run where its predicted gain pays for its time: never in
 //! a file with tensors, whose speed is the tensor path's.
 
+pub mod base;
 mod ct2;
 pub mod detect;
 mod field;
@@ -87,6 +88,9 @@ const GUESS_MIN: usize = 16 << 10;
 /// codec 0.839; binary/geo, 32-bit floats of another format: predicted 0.627, made 0.443,
 /// where the planes codec's sample made 0.610).
 const GUESS_HANDICAP: f64 = 0.03;
+/// A delta block (`--patch-from`) under this share of the block's bytes is kept without trying
+/// the other codecs: they make trained weights no smaller than 0.6 of them.
+const DELTA_SURE: f64 = 0.4;
 /// Bytes from the middle of a block that `neural_trial` codes.
 const NEURAL_TRIAL: usize = 16 << 10;
 
@@ -168,23 +172,47 @@ impl Best<'_> {
     }
 }
 
-/// Codes `data` (a block holding `kind`, from a file with tensors if `tensor_file`) with the
-/// codec predicted to be best; returns the codec and payload (empty for `Stored`: the payload
+/// What a block is, besides its bytes.
+#[derive(Clone, Copy)]
+pub struct Place<'a> {
+    /// What it holds.
+    pub kind: Kind,
+    /// Whether it is from a file with tensors.
+    pub tensor_file: bool,
+    /// Where its values start in the base file (`--patch-from`) and those values, if the block
+    /// lies in a tensor that matched one of the base's.
+    pub base: Option<(u64, &'a [u8])>,
+}
+
+/// Codes `data` (a block at `place`) with the codec predicted to be best; returns the codec and payload (empty for `Stored`: the payload
 /// is the data itself). `spare` is a buffer whose room the payload may take.
 pub fn code_block(
     data: &[u8],
-    kind: Kind,
-    tensor_file: bool,
+    place: Place,
     backend: &dyn Backend,
     neural: &NeuralConfig,
     progress: ProgressFn,
     mut spare: Vec<u8>,
 ) -> (Codec, Vec<u8>) {
+    let Place {
+        kind, tensor_file, ..
+    } = place;
     let mut best = Best {
         data,
         codec: Codec::Stored,
         payload: Vec::new(),
     };
+    // Against the same tensor of the base; where that takes under `DELTA_SURE` of the block,
+    // nothing else is tried.
+    if let (Some((at, base)), Kind::Tensor(dtype)) = (place.base, kind) {
+        if let Some(d) = codecs::delta::encode(data, base, at, dtype.width()) {
+            best.consider(Codec::Delta, d);
+            if (best.len() as f64) < DELTA_SURE * data.len() as f64 {
+                progress(data.len() as u64);
+                return (best.codec, best.payload);
+            }
+        }
+    }
     match kind {
         Kind::Tensor(dtype) => {
             // The layers over the planes codec look for values that recur among 2^16 or more;
@@ -416,8 +444,13 @@ pub fn code_block(
                         s
                     });
                     let values = swapped.as_deref().unwrap_or(data);
+                    let place = Place {
+                        kind,
+                        tensor_file,
+                        base: None,
+                    };
                     let (codec, payload) =
-                        code_block(values, kind, tensor_file, backend, neural, progress, spare);
+                        code_block(values, place, backend, neural, progress, spare);
                     match (g.big_endian, codec) {
                         (_, Codec::Stored) => {}
                         (false, codec) => best.consider(codec, payload),
@@ -467,13 +500,25 @@ mod tests {
     use crate::testing::xorshift;
     use sample::{order0, SAMPLE};
 
+    /// A block of `kind` in a tensor file, with no base.
+    fn tensor(kind: Kind) -> Place<'static> {
+        Place {
+            kind,
+            tensor_file: true,
+            base: None,
+        }
+    }
+
     /// `data` coded as a general block outside tensor files, with the default model.
     fn general(data: &[u8]) -> (Codec, Vec<u8>) {
         let backend = crate::codecs::neural::CpuBackend::default();
         code_block(
             data,
-            Kind::General,
-            false,
+            Place {
+                kind: Kind::General,
+                tensor_file: false,
+                base: None,
+            },
             &backend,
             &NeuralConfig::default(),
             &|_| {},
@@ -509,7 +554,8 @@ mod tests {
         let backend = crate::codecs::neural::CpuBackend::default();
         let model = NeuralConfig::default();
         let kind = Kind::Tensor(DType::F32);
-        let (codec, payload) = code_block(&data, kind, true, &backend, &model, &|_| {}, Vec::new());
+        let (codec, payload) =
+            code_block(&data, tensor(kind), &backend, &model, &|_| {}, Vec::new());
         assert_eq!(codec, Codec::Copies);
         let z = zstd_codec::compress(&data, ZSTD_STRONG).unwrap();
         assert!(
@@ -540,7 +586,7 @@ mod tests {
             let backend = crate::codecs::neural::CpuBackend::default();
             let model = NeuralConfig::default();
             let kind = Kind::Tensor(dtype);
-            let (codec, _) = code_block(&half, kind, true, &backend, &model, &|_| {}, Vec::new());
+            let (codec, _) = code_block(&half, tensor(kind), &backend, &model, &|_| {}, Vec::new());
             assert_eq!(codec, Codec::Copies, "{dtype:?}");
         }
     }

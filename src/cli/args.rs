@@ -190,6 +190,10 @@ pub struct Flags {
     /// built-in text pack for text at the default level; `none`: no pack.
     #[arg(long, value_name = "PATH|auto|none")]
     pub pack: Option<PathBuf>,
+    /// Code each tensor of a safetensors FILE against the same tensor (name, dtype, shape) of
+    /// BASE, an earlier checkpoint; decompressing, the base the archive was made against.
+    #[arg(long, value_name = "BASE")]
+    pub patch_from: Option<PathBuf>,
     /// Backbone network of the predictor.
     #[arg(long, value_enum, default_value = "pac", hide_possible_values = true)]
     pub model: ModelArg,

@@ -75,6 +75,9 @@ fn options(flags: &Flags, bar: &Option<ProgressBar>) -> Result<Options, Failure>
         opts.packs = packs_in(Path::new(&dir))?;
     }
     opts.backbone = flags.model.backbone();
+    if let Some(path) = &flags.patch_from {
+        opts.base = Some(Arc::new(load_base(path)?));
+    }
     if let Some(bar) = bar.clone() {
         opts.progress = Some(Arc::new(move |n| bar.inc(n)));
     }
@@ -91,6 +94,23 @@ fn options(flags: &Flags, bar: &Option<ProgressBar>) -> Result<Options, Failure>
     }
     opts.validate()?;
     Ok(opts)
+}
+
+/// Opens (maps) the base file of `--patch-from` and hashes it.
+fn load_base(path: &Path) -> Result<sep::Base, Failure> {
+    let bytes: Arc<dyn AsRef<[u8]> + Send + Sync> = match files::Input::open(&Some(path.into()))? {
+        (files::Input::Mapped(map), _, _) => Arc::new(map),
+        (files::Input::Empty, _, _) => Arc::new(Vec::new()),
+        (mut input, _, name) => {
+            let mut all = Vec::new();
+            input
+                .reader()
+                .read_to_end(&mut all)
+                .map_err(|e| Failure(format!("{name}: {e}")))?;
+            Arc::new(all)
+        }
+    };
+    Ok(sep::Base::new(bytes))
 }
 
 /// Reads and parses a pack file.

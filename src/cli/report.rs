@@ -121,6 +121,12 @@ pub fn describe(info: &Info, name: &Path) -> String {
     if let Some((name, hash)) = &info.pack {
         let _ = writeln!(s, "pack:           {name} (sha256 {hash})");
     }
+    if let Some((len, hash)) = &info.base {
+        let _ = writeln!(
+            s,
+            "base:           {len} bytes (sha256 {hash}; --patch-from)"
+        );
+    }
     let _ = writeln!(s, "block size:     {} bytes", info.block_size);
     let _ = writeln!(s, "original size:  {} bytes", info.original_bytes);
     let _ = writeln!(

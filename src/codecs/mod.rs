@@ -1,9 +1,11 @@
 //! The block codecs, one module each, encoder and decoder side by side: `stored`, `zstd`, `lzma`,
 //! `neural` (the predictor that learns while it codes), `field` (smooth 32-bit fields as residuals
-//! for the neural codec) and the float codecs under `float`.
+//! for the neural codec), the float codecs under `float`, and `delta` (a tensor against the same
+//! tensor of an earlier file).
 //! Which codec a block gets is `choice`'s business; here every decoder is reached through one
 //! entry, [`Decoder::decode`], which appends exactly the block's bytes to the caller's buffer.
 
+pub mod delta;
 pub mod field;
 pub mod float;
 pub mod lzma;
@@ -28,6 +30,8 @@ pub struct Decoder<'a> {
     pub backend: &'a dyn Backend,
     /// Told of every block's bytes as they are decoded.
     pub progress: ProgressFn<'a>,
+    /// The base file of the archive's delta blocks, if it has one (`--patch-from`).
+    pub base: Option<&'a [u8]>,
 }
 
 impl Decoder<'_> {
@@ -59,6 +63,12 @@ impl Decoder<'_> {
             }
             Codec::Zstd => zstd::decode(payload, raw_len, out)?,
             Codec::Lzma => lzma::decode(payload, raw_len, out)?,
+            Codec::Delta => {
+                let base = self.base.ok_or_else(|| {
+                    Error::Corrupt("a delta block in an archive made against no base".into())
+                })?;
+                delta::decode(payload, base, raw_len, out)?
+            }
             Codec::Planes => {
                 streamed = Some(hashed(|seen| {
                     float::decode_append(payload, raw_len, out, seen)

@@ -76,6 +76,9 @@ pub enum Codec {
     Field,
     /// Payload is a raw LZMA2 stream (liblzma), its dictionary sized from the block's length.
     Lzma,
+    /// Payload is a float array coded against the same array in the archive's base file
+    /// (`--patch-from`): the values' width, where they start in the base, the differences.
+    Delta,
 }
 
 impl Codec {
@@ -94,6 +97,7 @@ impl Codec {
             Codec::Swapped => 9,
             Codec::Field => 10,
             Codec::Lzma => 11,
+            Codec::Delta => 12,
         }
     }
 
@@ -112,6 +116,7 @@ impl Codec {
             9 => Ok(Codec::Swapped),
             10 => Ok(Codec::Field),
             11 => Ok(Codec::Lzma),
+            12 => Ok(Codec::Delta),
             t => Err(Error::Corrupt(format!("unknown block codec {t}"))),
         }
     }
@@ -131,6 +136,7 @@ impl Codec {
             Codec::Swapped => "swapped",
             Codec::Field => "field",
             Codec::Lzma => "lzma",
+            Codec::Delta => "delta",
         }
     }
 }
@@ -150,7 +156,23 @@ pub struct Header {
     pub neural_config: Vec<u8>,
     /// Where this archive's blocks sit in a larger input, if it is a part of one (`Part`).
     pub part: Option<Part>,
+    /// The file its delta blocks were coded against, if any (`--patch-from`).
+    pub base: Option<BaseId>,
 }
+
+/// What identifies the base file of an archive's delta blocks: its SHA-256 and length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BaseId {
+    /// SHA-256 of the whole base file.
+    pub sha256: [u8; 32],
+    /// Its length in bytes.
+    pub len: u64,
+}
+
+/// Header flag: the archive has delta blocks coded against a base file (`BaseId`).
+const FLAG_BASE: u16 = 2;
+/// Bytes of the base's fields in the header.
+const BASE_LEN: usize = 32 + 8;
 
 /// Header flag: the archive is a part (`Part`).
 const FLAG_PART: u16 = 1;
@@ -239,10 +261,13 @@ impl Header {
     /// Serialises the header including its checksum.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(32 + self.neural_config.len() + PART_LEN);
-        let flags = match self.part {
-            Some(_) => self.flags | FLAG_PART,
-            None => self.flags & !FLAG_PART,
-        };
+        let mut flags = self.flags & !(FLAG_PART | FLAG_BASE);
+        if self.part.is_some() {
+            flags |= FLAG_PART;
+        }
+        if self.base.is_some() {
+            flags |= FLAG_BASE;
+        }
         b.extend_from_slice(&MAGIC);
         b.extend_from_slice(&self.version.to_le_bytes());
         b.extend_from_slice(&flags.to_le_bytes());
@@ -252,6 +277,10 @@ impl Header {
         b.extend_from_slice(&self.neural_config);
         if let Some(p) = self.part {
             b.extend_from_slice(&p.to_bytes());
+        }
+        if let Some(base) = self.base {
+            b.extend_from_slice(&base.sha256);
+            b.extend_from_slice(&base.len.to_le_bytes());
         }
         let check = xxh3_64(&b);
         b.extend_from_slice(&check.to_le_bytes());
@@ -290,6 +319,10 @@ impl Header {
             0 => None,
             _ => Some(read_array(r, "inside the header")?),
         };
+        let base_bytes: Option<[u8; BASE_LEN]> = match flags & FLAG_BASE {
+            0 => None,
+            _ => Some(read_array(r, "inside the header")?),
+        };
         let check: [u8; 8] = read_array(r, "inside the header")?;
         let mut all = Vec::with_capacity(24 + config.len() + PART_LEN);
         all.extend_from_slice(&magic);
@@ -298,16 +331,23 @@ impl Header {
         if let Some(p) = &part_bytes {
             all.extend_from_slice(p);
         }
+        if let Some(b) = &base_bytes {
+            all.extend_from_slice(b);
+        }
         if xxh3_64(&all) != u64::from_le_bytes(check) {
             return Err(Error::Checksum("the header".into()));
         }
         let h = Header {
             version,
-            flags: flags & !FLAG_PART,
+            flags: flags & !(FLAG_PART | FLAG_BASE),
             engine_version: u32_at(&fixed, 4),
             block_size: u64_at(&fixed, 8),
             neural_config: config,
             part: part_bytes.map(|b| Part::from_bytes(&b)).transpose()?,
+            base: base_bytes.map(|b| BaseId {
+                sha256: b[..32].try_into().unwrap_or_default(),
+                len: u64_at(&b, 32),
+            }),
         };
         if h.flags != 0 {
             return Err(Error::Corrupt(format!(
@@ -413,7 +453,8 @@ impl BlockRecord {
             | Codec::Repeated
             | Codec::Copies
             | Codec::Swapped
-            | Codec::Lzma => self.payload_len < self.raw_len,
+            | Codec::Lzma
+            | Codec::Delta => self.payload_len < self.raw_len,
         };
         if !ok {
             return Err(Error::Corrupt(format!(
@@ -596,11 +637,22 @@ mod tests {
             block_size: 1 << 20,
             neural_config: vec![1, 4, 2],
             part: None,
+            base: None,
         };
         let b = h.to_bytes();
         let (back, len) = Header::read(&mut Cursor::new(&b)).unwrap();
         assert_eq!(back, h);
         assert_eq!(len, b.len() as u64);
+        let based = Header {
+            base: Some(BaseId {
+                sha256: [7; 32],
+                len: 12345,
+            }),
+            ..h.clone()
+        };
+        let bb = based.to_bytes();
+        assert_eq!(bb.len(), b.len() + BASE_LEN);
+        assert_eq!(Header::read(&mut Cursor::new(&bb)).unwrap().0, based);
         let mut bad = b.clone();
         let next = VERSION + 1;
         bad[4..6].copy_from_slice(&next.to_le_bytes());

@@ -12,8 +12,9 @@ mod workers;
 
 pub use options::{Options, PackChoice, Stats, DEFAULT_BLOCK_SIZE, DEFAULT_MEMORY};
 
-use crate::choice::code_block;
+use crate::choice::base::find;
 use crate::choice::detect::Kind;
+use crate::choice::{code_block, Place};
 use crate::codecs::neural::{CpuBackend, NeuralConfig};
 use crate::codecs::{self, Decoder, ProgressFn};
 use crate::engine::ENGINE_VERSION;
@@ -84,6 +85,10 @@ fn compress_blocks<'a>(
 ) -> Result<Stats> {
     opts.validate()?;
     let backend = CpuBackend::default();
+    let mut known = known;
+    let deltas = std::mem::take(&mut known.deltas);
+    // The archive needs the base only where a tensor matched one of it.
+    let base = opts.base.as_ref().filter(|_| !deltas.is_empty());
     let mut plan = Plan::new(opts, known);
     let tensor_file = plan
         .segments
@@ -96,6 +101,7 @@ fn compress_blocks<'a>(
         block_size: plan.cap,
         neural_config: neural.to_bytes(),
         part: part.map(|(p, _)| p),
+        base: base.map(|b| b.id),
     };
     let mut out = Counting {
         inner: output,
@@ -112,21 +118,22 @@ fn compress_blocks<'a>(
     let (blocks, payloads) = (Buffers::new(), Buffers::new());
     let returns = input.returns();
     let (first, end) = part.map_or((0, u64::MAX), |(p, n)| (p.first_block, p.first_block + n));
-    let mut index = 0u64;
+    let (mut index, mut at) = (0u64, 0u64);
     run_ordered(
         opts.threads,
         || loop {
             let Some(block) = plan.next_block(input, &blocks)? else {
                 return Ok(None);
             };
-            index += 1;
+            let block_at = at;
+            (index, at) = (index + 1, at + block.0.len() as u64);
             match index - 1 {
                 i if i >= end => return Ok(None),
                 i if i < first => continue,
-                i => return Ok(Some((block, i))),
+                i => return Ok(Some((block, (i, block_at)))),
             }
         },
-        |((data, kind, raw_hash), index): ((Bytes<'a>, Kind, u64), u64)| {
+        |((data, kind, raw_hash), (index, block_at)): ((Bytes<'a>, Kind, u64), (u64, u64))| {
             let spare = payloads.empty(0);
             let unpacked;
             let model = match pack_allowed(index, data.len() as u64) {
@@ -136,8 +143,18 @@ fn compress_blocks<'a>(
                     &unpacked
                 }
             };
-            let (codec, payload) =
-                code_block(&data, kind, tensor_file, &backend, model, progress, spare);
+            // The same values in the base, where the block lies in a matched tensor.
+            let against = base.and_then(|b| {
+                let from = find(&deltas, block_at, data.len() as u64)?;
+                let slice = b.bytes().get(from as usize..from as usize + data.len())?;
+                Some((from, slice))
+            });
+            let place = Place {
+                kind,
+                tensor_file,
+                base: against,
+            };
+            let (codec, payload) = code_block(&data, place, &backend, model, progress, spare);
             let payload_hash = match codec {
                 Codec::Stored => raw_hash,
                 _ => xxh3_64(&payload),
@@ -182,6 +199,10 @@ fn compress_blocks<'a>(
         },
         |((data, _, _), _)| data.len() <= INLINE_MAX,
     )?;
+    // Deltas coded against base bytes that changed since they were hashed would not decode.
+    if base.is_some_and(|b| !b.unchanged()) {
+        return Err(Error::BaseChanged);
+    }
     let trailer = Trailer {
         total_len: total,
         data_hash: hasher.digest(),
@@ -286,6 +307,7 @@ fn read_header(
     if let Some(id) = pack {
         neural = neural.attach(opts.find_pack(&id)?)?;
     }
+    opts.base_for(header.base)?;
     Ok((header, header_len, neural))
 }
 
@@ -316,6 +338,7 @@ fn decode_archive<'a, W: Write>(
         neural: &neural,
         backend: &backend,
         progress,
+        base: opts.base_for(header.base)?,
     };
     let mut source = || {
         if at_end {

@@ -1,12 +1,13 @@
 //! The settings of a run and the sizes it reports.
 
 use super::plan::Known;
+use crate::choice::base::{hex, Base};
 use crate::choice::detect::{looks_like_text, TEXT_HEAD};
 use crate::choice::neural_predicted;
 use crate::codecs::float::DType;
 use crate::codecs::neural::{pack, Backbone, NeuralConfig, Pack, PackId, DEFAULT_LEVEL, LEVELS};
 use crate::error::{Error, Result};
-use crate::format;
+use crate::format::{self, BaseId};
 use std::sync::Arc;
 
 /// Default maximum raw bytes per block: large, since the neural codec's model learns from
@@ -72,6 +73,10 @@ pub struct Options {
     pub pack: PackChoice,
     /// Packs an archive may need (decompression; `pack` counts too).
     pub packs: Vec<Arc<Pack>>,
+    /// An earlier file of the same model (`--patch-from`): compressing a safetensors file,
+    /// its tensors that match the base's by name, dtype and shape are coded against them, and
+    /// the archive then needs this base to decode (it records its SHA-256 and length).
+    pub base: Option<Arc<Base>>,
 }
 
 impl Default for Options {
@@ -87,6 +92,7 @@ impl Default for Options {
             memory: DEFAULT_MEMORY,
             pack: PackChoice::Auto,
             packs: Vec::new(),
+            base: None,
         }
     }
 }
@@ -162,6 +168,21 @@ impl Options {
                     false => Ok(plain),
                 }
             }
+        }
+    }
+
+    /// The bytes of the base an archive names (`id`), which must be the base given.
+    pub(crate) fn base_for(&self, id: Option<BaseId>) -> Result<Option<&[u8]>> {
+        let Some(id) = id else {
+            return Ok(None);
+        };
+        match &self.base {
+            Some(b) if b.id == id => Ok(Some(b.bytes())),
+            given => Err(Error::BaseMissing {
+                sha256: hex(&id.sha256),
+                len: id.len,
+                given: given.is_some(),
+            }),
         }
     }
 

@@ -5,6 +5,7 @@ use super::buffers::Buffers;
 use super::options::TENSOR_BLOCK_SIZE;
 use super::source::{Bytes, Source};
 use super::Options;
+use crate::choice::base::Span;
 use crate::choice::detect::{Kind, Segment};
 use crate::codecs::float::DType;
 use crate::error::Result;
@@ -59,6 +60,8 @@ pub struct Known {
     pub len: Option<u64>,
     /// Structure of the input.
     pub layout: Option<Vec<Segment>>,
+    /// Where its tensors sit in the base file of `Options::base`, if any matched.
+    pub deltas: Vec<Span>,
 }
 
 impl Known {
@@ -75,6 +78,7 @@ impl Known {
         Known {
             len: Some(input.len() as u64),
             layout: Some(crate::choice::detect::layout(input, dtype)),
+            deltas: Vec::new(),
         }
     }
 }

@@ -44,6 +44,7 @@ pub(crate) fn decompress_range(
         neural: &neural,
         backend: &backend,
         progress,
+        base: opts.base_for(header.base)?,
     };
     let (mut at, mut blocks) = (0u64, 0u64);
     let mut data = Vec::new();

@@ -219,6 +219,7 @@ pub fn crafted(
         neural_config: neural
             .unwrap_or_else(|| sep::internals::codecs::neural::NeuralConfig::default().to_bytes()),
         part: None,
+        base: None,
     };
     let mut out = header.to_bytes();
     let (mut hash, mut table, mut total) = (DataHash::default(), Vec::new(), 0);

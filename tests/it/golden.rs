@@ -17,6 +17,8 @@ struct Case {
     input: Vec<u8>,
     codecs: &'static [Codec],
     written: bool,
+    /// The base file it is coded against (`--patch-from`), if any.
+    base: Option<Vec<u8>>,
 }
 
 /// English-like text from a fixed list of words.
@@ -133,54 +135,63 @@ fn cases() -> Vec<Case> {
             input: text(3000),
             codecs: &[Codec::Neural],
             written: true,
+            base: None,
         },
         Case {
             name: "stored.bin",
             input: (0..2000).map(|_| xorshift(&mut x) as u8).collect(),
             codecs: &[Codec::Stored],
             written: true,
+            base: None,
         },
         Case {
             name: "mixed.safetensors",
             input: mixed_tensors(),
             codecs: &[Codec::TensorHeader, Codec::Zstd, Codec::Planes],
             written: true,
+            base: None,
         },
         Case {
             name: "scaled.safetensors",
             input: dequantized(16, 64, false, false, false),
             codecs: &[Codec::Scaled],
             written: true,
+            base: None,
         },
         Case {
             name: "recent.bf16.safetensors",
             input: dequantized(16, 16, false, true, true),
             codecs: &[Codec::Recent],
             written: true,
+            base: None,
         },
         Case {
             name: "repeated.safetensors",
             input: classifier(8),
             codecs: &[Codec::Repeated],
             written: true,
+            base: None,
         },
         Case {
             name: "copies.safetensors",
             input: stft_file(),
             codecs: &[Codec::Copies],
             written: true,
+            base: None,
         },
         Case {
             name: "fp8.safetensors",
             input: fp8_tensors(),
             codecs: &[Codec::TensorHeader, Codec::Planes],
             written: true,
+            base: None,
         },
         Case {
             name: "swapped.f32be",
             input: big_endian_floats(),
             codecs: &[Codec::Swapped],
             written: true,
+            base: None,
         },
         // Written before the default level's field residuals took lean mixing.
         Case {
@@ -188,12 +199,14 @@ fn cases() -> Vec<Case> {
             input: fields(),
             codecs: &[Codec::Field],
             written: false,
+            base: None,
         },
         Case {
             name: "field-lean.f32be",
             input: fields(),
             codecs: &[Codec::Field],
             written: true,
+            base: None,
         },
         // Written before the default level's field residuals took lean mixing.
         Case {
@@ -201,20 +214,44 @@ fn cases() -> Vec<Case> {
             input: raster(),
             codecs: &[Codec::Field],
             written: false,
+            base: None,
         },
         Case {
             name: "field-lean.u16le",
             input: raster(),
             codecs: &[Codec::Field],
             written: true,
+            base: None,
         },
         Case {
             name: "lzma.bin",
             input: words(),
             codecs: &[Codec::Lzma],
             written: true,
+            base: None,
+        },
+        Case {
+            name: "delta.safetensors",
+            input: stepped(&mixed_tensors()),
+            codecs: &[Codec::Delta],
+            written: true,
+            base: Some(mixed_tensors()),
         },
     ]
+}
+
+/// A safetensors file whose f32 tensor `w` (its last 32 KiB) moved as an optimizer step moves
+/// weights: most values by a few units in their last place.
+fn stepped(file: &[u8]) -> Vec<u8> {
+    let mut out = file.to_vec();
+    let at = out.len() - (32 << 10);
+    let mut x = 0xde17a_u64;
+    for v in out[at..].chunks_exact_mut(4) {
+        let r = xorshift(&mut x);
+        let low = u16::from_le_bytes([v[0], v[1]]).wrapping_add((r % 13) as u16);
+        v[..2].copy_from_slice(&low.to_le_bytes());
+    }
+    out
 }
 
 /// Where this version's golden archives are kept.
@@ -225,10 +262,13 @@ fn golden_dir() -> PathBuf {
 
 /// The golden archives are of the format without a pack: an archive made with the built-in
 /// pack changes whenever the pack is retrained (tests/it/packs.rs covers those).
-fn options(threads: usize) -> Options {
+fn options(threads: usize, base: &Option<Vec<u8>>) -> Options {
     let mut o = Options::default();
     o.threads = threads;
     o.pack = sep::PackChoice::Off;
+    o.base = base
+        .clone()
+        .map(|b| std::sync::Arc::new(sep::Base::new(std::sync::Arc::new(b))));
     o
 }
 
@@ -250,7 +290,7 @@ fn golden_archives_decode_everywhere() {
         for (threads, level) in [(1, SimdLevel::Scalar), (2, SimdLevel::detect())] {
             sep::set_simd_level(level);
             let mut out = Vec::new();
-            sep::decompress_to_vec(&archive, &mut out, &options(threads)).unwrap();
+            sep::decompress_to_vec(&archive, &mut out, &options(threads, &case.base)).unwrap();
             assert!(out == case.input, "{}: decodes to other bytes", case.name);
         }
         sep::set_simd_level(SimdLevel::detect());
@@ -263,7 +303,7 @@ fn the_encoder_still_writes_the_golden_archives() {
     for case in cases().into_iter().filter(|c| c.written) {
         let path = golden_dir().join(format!("{}.sep", case.name));
         let mut archive = Vec::new();
-        sep::compress_bytes(&case.input, &mut archive, &options(2)).unwrap();
+        sep::compress_bytes(&case.input, &mut archive, &options(2, &case.base)).unwrap();
         if bless {
             std::fs::create_dir_all(golden_dir()).unwrap();
             std::fs::write(&path, &archive).unwrap();

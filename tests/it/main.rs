@@ -7,6 +7,7 @@ mod cli;
 mod common;
 mod containers;
 mod corpora;
+mod deltas;
 mod fuzzed;
 mod golden;
 mod packs;
