@@ -4,7 +4,8 @@ one hidden layer of 512, softmax over 256 bytes; about 0.4M parameters) trained 
 text given on the command line, saved as safetensors every EVERY steps: f32, or with DTYPE=bf16
 the master weights rounded to bf16 (to nearest, ties to even), as mixed-precision training saves
 them. The test data of checkpoint deltas (`--patch-from`). Needs: pip install numpy safetensors.
-Usage: [LR=1e-3] [DTYPE=f32|bf16] python3 scripts/checkpoint_series.py OUT_DIR STEPS EVERY TEXT_FILE..."""
+With FROZEN=emb,w1 FREEZE_AT=N those tensors stop training after step N.
+Usage: [LR=1e-3] [DTYPE=f32|bf16] [FROZEN=... FREEZE_AT=N] python3 scripts/checkpoint_series.py OUT_DIR STEPS EVERY TEXT_FILE..."""
 import json, os, struct, sys
 import numpy as np
 from safetensors.numpy import save_file
@@ -16,6 +17,9 @@ rng = np.random.default_rng(1)
 CTX, EMB, HID, BATCH = 8, 32, 512, 256
 LR = float(os.environ.get("LR", "1e-3"))
 DTYPE = os.environ.get("DTYPE", "f32")
+# Tensors that do not train after step FREEZE_AT (a fine-tune of the head only, say).
+FROZEN = [k for k in os.environ.get("FROZEN", "").split(",") if k]
+FREEZE_AT = int(os.environ.get("FREEZE_AT", "0"))
 
 
 def save_bf16(tensors, path):
@@ -66,6 +70,8 @@ for step in range(1, steps + 1):
     g["emb"] = np.zeros_like(p["emb"])
     np.add.at(g["emb"], ctx, dx)
     for k in p:
+        if k in FROZEN and step > FREEZE_AT:
+            continue
         m[k] = 0.9 * m[k] + 0.1 * g[k]
         v[k] = 0.999 * v[k] + 0.001 * g[k] ** 2
         mh, vh = m[k] / (1 - 0.9**step), v[k] / (1 - 0.999**step)
