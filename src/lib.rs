@@ -105,7 +105,7 @@ fn compress_whole(
 ) -> Result<Stats> {
     let mut known = Known::whole(bytes, opts.dtype);
     if let Some(base) = &opts.base {
-        known.deltas = base.spans(bytes);
+        known.deltas = base.spans(bytes, opts.dtype);
     }
     let neural = opts.neural_for(bytes, &known)?;
     pipeline::compress(&mut source, &mut output, opts, &neural, known)

@@ -1,7 +1,11 @@
 //! The base of a delta archive (`--patch-from`): an earlier file of the same model, whose
-//! tensors a new file's are matched to by name, dtype and shape, so that each matched tensor can
-//! be coded against its earlier values (codec `delta`). Matching reads safetensors files.
+//! tensors a new file's are matched to, so that each matched tensor can be coded against its
+//! earlier values (codec `delta`). Safetensors files are matched by tensor name, dtype and
+//! shape; the other containers `detect` reads (.npy, .npz, GGUF, ONNX, CTranslate2, PyTorch)
+//! by their float arrays in order, where both files hold the same sequence of array types and
+//! lengths.
 
+use crate::codecs::float::DType;
 use crate::format::BaseId;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -54,36 +58,69 @@ impl Base {
         (*self.bytes).as_ref()
     }
 
-    /// Where the float tensors of `new` (a safetensors file) sit in the base: for each tensor
-    /// with the same name, dtype and shape in both, its span, neighbours that are neighbours in
-    /// both files merged. Empty where either file is not safetensors or nothing matches.
-    pub fn spans(&self, new: &[u8]) -> Vec<Span> {
-        let (Some(new_tensors), Some(old)) = (tensors(new), tensors(self.bytes())) else {
-            return Vec::new();
-        };
-        let old: HashMap<&str, &Tensor> = old.iter().map(|t| (t.name.as_str(), t)).collect();
-        let mut spans: Vec<Span> = Vec::new();
-        for t in &new_tensors {
-            let Some(b) = old.get(t.name.as_str()) else {
-                continue;
-            };
-            if b.dtype != t.dtype || b.shape != t.shape || b.end - b.start != t.end - t.start {
-                continue;
-            }
-            match spans.last_mut() {
-                Some(last)
-                    if last.end == t.start && last.base + (last.end - last.start) == b.start =>
-                {
-                    last.end = t.end
-                }
-                _ => spans.push(Span {
-                    start: t.start,
-                    end: t.end,
-                    base: b.start,
-                }),
-            }
+    /// Where the float tensors of `new` sit in the base: for each tensor matched, its span,
+    /// neighbours that are neighbours in both files merged. Empty where nothing matches.
+    /// `dtype`: what a file in no container holds (`--dtype`), as `detect::layout` takes it.
+    pub fn spans(&self, new: &[u8], dtype: Option<DType>) -> Vec<Span> {
+        match (tensors(new), tensors(self.bytes())) {
+            (Some(new), Some(old)) => by_name(&new, &old),
+            _ => by_order(new, self.bytes(), dtype),
         }
-        spans
+    }
+}
+
+/// Spans of the tensors of `new` with the same name, dtype and shape in `old`.
+fn by_name(new_tensors: &[Tensor], old: &[Tensor]) -> Vec<Span> {
+    let old: HashMap<&str, &Tensor> = old.iter().map(|t| (t.name.as_str(), t)).collect();
+    let mut spans: Vec<Span> = Vec::new();
+    for t in new_tensors {
+        let Some(b) = old.get(t.name.as_str()) else {
+            continue;
+        };
+        if b.dtype != t.dtype || b.shape != t.shape || b.end - b.start != t.end - t.start {
+            continue;
+        }
+        match spans.last_mut() {
+            Some(last) if last.end == t.start && last.base + (last.end - last.start) == b.start => {
+                last.end = t.end
+            }
+            _ => spans.push(Span {
+                start: t.start,
+                end: t.end,
+                base: b.start,
+            }),
+        }
+    }
+    spans
+}
+
+/// Spans of the float arrays of `new` paired in order with those of `old`, where `detect` finds
+/// the same sequence of array types and lengths in both (the same model saved by the same tool).
+fn by_order(new: &[u8], old: &[u8], dtype: Option<DType>) -> Vec<Span> {
+    let arrays = |data: &[u8]| {
+        let mut at = 0u64;
+        let mut out = Vec::new();
+        for s in super::detect::layout(data, dtype) {
+            if let super::detect::Kind::Tensor(d) = s.kind {
+                out.push((at, s.len, d));
+            }
+            at += s.len;
+        }
+        out
+    };
+    let (a, b) = (arrays(new), arrays(old));
+    let same = a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| (x.1, x.2) == (y.1, y.2));
+    match same {
+        true => a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| Span {
+                start: x.0,
+                end: x.0 + x.1,
+                base: y.0,
+            })
+            .collect(),
+        false => Vec::new(),
     }
 }
 
@@ -158,9 +195,24 @@ mod tests {
         assert_eq!(find(&spans, 400, 1), None);
         let file = include_bytes!("../../tests/data/conv.safetensors").to_vec();
         let base = Base::new(Arc::new(file.clone()));
-        let spans = base.spans(&file);
+        let spans = base.spans(&file, None);
         assert_eq!(spans.len(), 1, "{spans:?}");
         assert_eq!(spans[0].start, spans[0].base);
-        assert!(base.spans(b"not a tensor file").is_empty());
+        assert!(base.spans(b"not a tensor file", None).is_empty());
+    }
+
+    #[test]
+    fn other_files_pair_their_arrays_in_order() {
+        let file = include_bytes!("../../tests/data/conv.safetensors");
+        let values = &file[file.len() - 4096..];
+        let base = Base::new(Arc::new(values.to_vec()));
+        let whole = Span {
+            start: 0,
+            end: 4096,
+            base: 0,
+        };
+        assert_eq!(base.spans(values, Some(DType::F32)), vec![whole]);
+        assert!(base.spans(&values[..2048], Some(DType::F32)).is_empty());
+        assert!(base.spans(values, None).is_empty());
     }
 }

@@ -190,8 +190,8 @@ pub struct Flags {
     /// built-in text pack for text at the default level; `none`: no pack.
     #[arg(long, value_name = "PATH|auto|none")]
     pub pack: Option<PathBuf>,
-    /// Code each tensor of a safetensors FILE against the same tensor (name, dtype, shape) of
-    /// BASE, an earlier checkpoint; decompressing, the base the archive was made against.
+    /// Code each float tensor of FILE against the same tensor of BASE, an earlier checkpoint;
+    /// decompressing, the base the archive was made against.
     #[arg(long, value_name = "BASE")]
     pub patch_from: Option<PathBuf>,
     /// Backbone network of the predictor.

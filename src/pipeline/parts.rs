@@ -22,7 +22,7 @@ pub(crate) fn compress_part(
 ) -> Result<Stats> {
     let mut known = Known::whole(data, opts.dtype);
     if let Some(base) = &opts.base {
-        known.deltas = base.spans(data);
+        known.deltas = base.spans(data, opts.dtype);
     }
     let neural = &opts.neural_for(data, &known)?;
     opts.validate()?;
