@@ -6,9 +6,12 @@ the master weights rounded to bf16 (to nearest, ties to even), as mixed-precisio
 them. The test data of checkpoint deltas (`--patch-from`). Needs: pip install numpy safetensors.
 With FROZEN=emb,w1 FREEZE_AT=N those tensors stop training after step N.
 Usage: [LR=1e-3] [DTYPE=f32|bf16] [FROZEN=... FREEZE_AT=N] python3 scripts/checkpoint_series.py OUT_DIR STEPS EVERY TEXT_FILE..."""
-import json, os, struct, sys
+import os, sys
 import numpy as np
 from safetensors.numpy import save_file
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tensorfile import write  # noqa: E402
 
 out, steps, every = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 text = np.frombuffer(b"".join(open(f, "rb").read() for f in sys.argv[4:]), dtype=np.uint8)
@@ -24,19 +27,12 @@ FREEZE_AT = int(os.environ.get("FREEZE_AT", "0"))
 
 def save_bf16(tensors, path):
     """A safetensors file of `tensors` (f32 arrays) rounded to bf16, tensors in name order."""
-    header, blobs, at = {}, [], 0
+    rounded = []
     for name in sorted(tensors):
         bits = tensors[name].astype(np.float32).view(np.uint32).astype(np.uint64)
         bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-        blob = bits.astype(np.uint16).tobytes()
-        header[name] = {"dtype": "BF16", "shape": list(tensors[name].shape),
-                        "data_offsets": [at, at + len(blob)]}
-        blobs.append(blob)
-        at += len(blob)
-    head = json.dumps(header, separators=(",", ":")).encode()
-    head += b" " * (-len(head) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(head)) + head + b"".join(blobs))
+        rounded.append((name, "BF16", bits.astype(np.uint16).reshape(tensors[name].shape)))
+    write(path, rounded)
 
 
 p = {
