@@ -10,7 +10,9 @@ ARCHIVE_TARGETS = ["archive-bytes", "archive-vec", "archive-stream", "inspect"]
 
 def blocks(a):
     """(codec name, original length, payload) of each block of archive `a`."""
-    at = 24 + struct.unpack_from("<I", a, 20)[0] + 8
+    flags = struct.unpack_from("<H", a, 6)[0]
+    # The configuration, then a part's fields (flag bit 0) and a base's (flag bit 1).
+    at = 24 + struct.unpack_from("<I", a, 20)[0] + 48 * (flags & 1) + 40 * (flags >> 1 & 1) + 8
     while a[at] != 0xFF:
         raw_len, payload_len = struct.unpack_from("<QQ", a, at + 1)
         start = at + 37
