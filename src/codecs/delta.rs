@@ -46,12 +46,24 @@ impl Default for Bit {
     }
 }
 
+/// `2^16 / (n + 2)` for each count `n`: an update's step without a division.
+const RATES: [i32; RATE_LIMIT as usize + 1] = {
+    let mut r = [0; RATE_LIMIT as usize + 1];
+    let mut n = 0;
+    while n <= RATE_LIMIT as usize {
+        r[n] = 65536 / (n as i32 + 2);
+        n += 1;
+    }
+    r
+};
+
 impl Bit {
     #[inline]
     fn update(&mut self, bit: bool) {
         let target = if bit { 65535i32 } else { 0 };
         let p = self.p as i32;
-        self.p = (p + (target - p) / (self.n as i32 + 2)).clamp(32, 65503) as u16;
+        let step = ((target - p) * RATES[self.n as usize]) >> 16;
+        self.p = (p + step).clamp(32, 65503) as u16;
         self.n = (self.n + 1).min(RATE_LIMIT);
     }
 }
