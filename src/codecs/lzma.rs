@@ -1,6 +1,7 @@
-//! The LZMA codec: liblzma's LZMA2 at its strongest preset (9, extreme), for blocks whose long
-//! exact repeats an LZ77 coder with a large window codes better than the neural codec's match
-//! model (tables of repeated records, masked grids, metadata of model files).
+//! The LZMA codec: liblzma's LZMA2 (its strongest preset, 9 extreme, or a quick one), for
+//! blocks whose long exact repeats an LZ77 coder with a large window codes better than the
+//! neural codec's match model (tables of repeated records, masked grids, metadata of model
+//! files).
 //!
 //! Payload: a raw LZMA2 stream, with no container around it (no header, index or check: the
 //! block record's checksum covers the output). The dictionary size is not stored: it is the
@@ -14,6 +15,15 @@ use liblzma::stream::{Action, Filters, LzmaOptions, Status, Stream, PRESET_EXTRE
 const MAX_DICT: usize = 16 << 20;
 const MIN_DICT: usize = 4 << 10;
 
+/// How hard the encoder searches (decoding does not depend on it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effort {
+    /// Preset 9, extreme: the smallest output, about 1-4 MB/s.
+    Strongest,
+    /// Preset 2: a few percent larger, several times faster.
+    Quick,
+}
+
 /// How the literal coder splits its contexts: by the previous byte's high bits (text and
 /// code), or by position in 4-byte words (arrays of 32-bit values).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,8 +34,12 @@ pub enum Literals {
 
 /// The LZMA2 filter chain for a block of `raw_len` bytes. LZMA2 streams carry their literal
 /// and position settings, so a decoder needs only the dictionary size.
-fn filters(raw_len: usize, literals: Literals) -> Result<Filters> {
-    let mut options = LzmaOptions::new_preset(9 | PRESET_EXTREME)
+fn filters(raw_len: usize, literals: Literals, effort: Effort) -> Result<Filters> {
+    let preset = match effort {
+        Effort::Strongest => 9 | PRESET_EXTREME,
+        Effort::Quick => 2,
+    };
+    let mut options = LzmaOptions::new_preset(preset)
         .map_err(|e| Error::Corrupt(format!("lzma options: {e}")))?;
     let dict = raw_len.clamp(MIN_DICT, MAX_DICT).next_power_of_two();
     options.dict_size(dict as u32);
@@ -38,8 +52,9 @@ fn filters(raw_len: usize, literals: Literals) -> Result<Filters> {
 }
 
 /// `data` as an LZMA2 stream, or `None` if liblzma fails (it does not on valid input).
-pub fn encode(data: &[u8], literals: Literals) -> Option<Vec<u8>> {
-    let mut stream = Stream::new_raw_encoder(&filters(data.len(), literals).ok()?).ok()?;
+pub fn encode(data: &[u8], literals: Literals, effort: Effort) -> Option<Vec<u8>> {
+    let filters = filters(data.len(), literals, effort).ok()?;
+    let mut stream = Stream::new_raw_encoder(&filters).ok()?;
     let mut out = Vec::with_capacity(data.len() / 4 + 64);
     loop {
         let read = stream.total_in() as usize;
@@ -57,7 +72,8 @@ pub fn encode(data: &[u8], literals: Literals) -> Option<Vec<u8>> {
 pub fn decode(payload: &[u8], raw_len: usize, out: &mut Vec<u8>) -> Result<()> {
     let corrupt = |e: liblzma::stream::Error| Error::Corrupt(format!("lzma block: {e}"));
     let mut stream =
-        Stream::new_raw_decoder(&filters(raw_len, Literals::Bytes)?).map_err(corrupt)?;
+        Stream::new_raw_decoder(&filters(raw_len, Literals::Bytes, Effort::Strongest)?)
+            .map_err(corrupt)?;
     let start = out.len();
     // One byte of room past the block, so that a stream that goes on is caught.
     out.reserve_exact(raw_len + 1);
@@ -99,14 +115,18 @@ mod tests {
             data.push(i);
         }
         for data in [&data[..], &data[..1], &[][..]] {
-            for literals in [Literals::Bytes, Literals::Words] {
-                let payload = encode(data, literals).unwrap();
+            for (literals, effort) in [
+                (Literals::Bytes, Effort::Strongest),
+                (Literals::Words, Effort::Strongest),
+                (Literals::Bytes, Effort::Quick),
+            ] {
+                let payload = encode(data, literals, effort).unwrap();
                 let mut out = vec![7];
                 decode(&payload, data.len(), &mut out).unwrap();
                 assert_eq!(&out[1..], data);
             }
         }
-        let payload = encode(&data, Literals::Bytes).unwrap();
+        let payload = encode(&data, Literals::Bytes, Effort::Strongest).unwrap();
         assert!(payload.len() < data.len() / 10);
         let mut out = Vec::new();
         assert!(decode(&payload, data.len() - 1, &mut out).is_err());
