@@ -103,10 +103,7 @@ fn compress_whole(
     mut output: impl Write,
     opts: &Options,
 ) -> Result<Stats> {
-    let mut known = Known::whole(bytes, opts.dtype);
-    if let Some(base) = &opts.base {
-        known.deltas = base.spans(bytes, opts.dtype);
-    }
+    let known = Known::whole(bytes, opts);
     let neural = opts.neural_for(bytes, &known)?;
     pipeline::compress(&mut source, &mut output, opts, &neural, known)
 }
@@ -300,7 +297,9 @@ pub fn inspect(mut input: impl Read + Seek) -> Result<Info> {
         part: header.part,
         neural: neural.describe(),
         pack: pack.map(|p| (p.name.clone(), p.hex())),
-        base: header.base.map(|b| (b.len, choice::base::hex(&b.sha256))),
+        base: header
+            .base
+            .map(|b| (b.len, format::checksum::hex(&b.sha256))),
         original_bytes: trailer.total_len,
         checksum: trailer.data_hash,
         archive_bytes,

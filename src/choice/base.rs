@@ -5,7 +5,9 @@
 //! by their float arrays in order, where both files hold the same sequence of array types and
 //! lengths.
 
+use super::detect::{Kind, Segment};
 use crate::codecs::float::DType;
+use crate::format::checksum::hex;
 use crate::format::BaseId;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -29,11 +31,6 @@ impl fmt::Debug for Base {
             hex(&self.id.sha256)
         )
     }
-}
-
-/// The SHA-256 in lowercase hex.
-pub fn hex(sha256: &[u8; 32]) -> String {
-    sha256.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl Base {
@@ -60,11 +57,12 @@ impl Base {
 
     /// Where the float tensors of `new` sit in the base: for each tensor matched, its span,
     /// neighbours that are neighbours in both files merged. Empty where nothing matches.
-    /// `dtype`: what a file in no container holds (`--dtype`), as `detect::layout` takes it.
-    pub fn spans(&self, new: &[u8], dtype: Option<DType>) -> Vec<Span> {
+    /// `layout`: `new`'s segments, as `detect::layout` found them with `dtype` (what a file in
+    /// no container holds, `--dtype`).
+    pub fn spans(&self, new: &[u8], layout: &[Segment], dtype: Option<DType>) -> Vec<Span> {
         match (tensors(new), tensors(self.bytes())) {
             (Some(new), Some(old)) => by_name(&new, &old),
-            _ => by_order(new, self.bytes(), dtype),
+            _ => by_order(layout, &super::detect::layout(self.bytes(), dtype)),
         }
     }
 }
@@ -94,14 +92,15 @@ fn by_name(new_tensors: &[Tensor], old: &[Tensor]) -> Vec<Span> {
     spans
 }
 
-/// Spans of the float arrays of `new` paired in order with those of `old`, where `detect` finds
-/// the same sequence of array types and lengths in both (the same model saved by the same tool).
-fn by_order(new: &[u8], old: &[u8], dtype: Option<DType>) -> Vec<Span> {
-    let arrays = |data: &[u8]| {
+/// Spans of the float arrays of a new file paired in order with those of the base, given both
+/// files' layouts, where they hold the same sequence of array types and lengths (the same
+/// model saved by the same tool).
+fn by_order(new: &[Segment], old: &[Segment]) -> Vec<Span> {
+    let arrays = |layout: &[Segment]| {
         let mut at = 0u64;
         let mut out = Vec::new();
-        for s in super::detect::layout(data, dtype) {
-            if let super::detect::Kind::Tensor(d) = s.kind {
+        for s in layout {
+            if let Kind::Tensor(d) = s.kind {
                 out.push((at, s.len, d));
             }
             at += s.len;
@@ -171,6 +170,7 @@ fn tensors(data: &[u8]) -> Option<Vec<Tensor>> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::detect::layout;
     use super::*;
 
     #[test]
@@ -195,10 +195,11 @@ mod tests {
         assert_eq!(find(&spans, 400, 1), None);
         let file = include_bytes!("../../tests/data/conv.safetensors").to_vec();
         let base = Base::new(Arc::new(file.clone()));
-        let spans = base.spans(&file, None);
+        let spans = base.spans(&file, &layout(&file, None), None);
         assert_eq!(spans.len(), 1, "{spans:?}");
         assert_eq!(spans[0].start, spans[0].base);
-        assert!(base.spans(b"not a tensor file", None).is_empty());
+        let text = b"not a tensor file";
+        assert!(base.spans(text, &layout(text, None), None).is_empty());
     }
 
     #[test]
@@ -211,8 +212,9 @@ mod tests {
             end: 4096,
             base: 0,
         };
-        assert_eq!(base.spans(values, Some(DType::F32)), vec![whole]);
-        assert!(base.spans(&values[..2048], Some(DType::F32)).is_empty());
-        assert!(base.spans(values, None).is_empty());
+        let spans = |new: &[u8], dtype| base.spans(new, &layout(new, dtype), dtype);
+        assert_eq!(spans(values, Some(DType::F32)), vec![whole]);
+        assert!(spans(&values[..2048], Some(DType::F32)).is_empty());
+        assert!(spans(values, None).is_empty());
     }
 }

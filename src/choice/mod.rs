@@ -143,7 +143,6 @@ fn zstd_strong(data: &[u8]) -> Option<Vec<u8>> {
 /// Tries the LZMA codec on `data`; where it wins, tries it again with literals by position in
 /// 32-bit words (masked float grids: 2% smaller).
 fn lzma(data: &[u8], best: &mut Best, effort: Effort) {
-    // The quick encoder gives words a try only if bytes won.
     for literals in [Literals::Bytes, Literals::Words] {
         match codecs::lzma::encode(data, literals, effort) {
             Some(l) if l.len() < best.len() => best.consider(Codec::Lzma, l),
@@ -484,17 +483,13 @@ pub fn code_block(
                 // LZMA where zstd found many repeats (in tensor files, up to `STRONG_MAX`), and
                 // at its quick effort on the other blocks of tensor files from
                 // `LZMA_TENSOR_MIN` to `STRONG_MAX` (not at the fastest level).
-                if best.codec == Codec::Zstd
-                    && !neural.params.fast
-                    && match tensor_file {
-                        true => {
-                            data.len() <= STRONG_MAX
-                                && (2 * best.len() < data.len() || data.len() >= LZMA_TENSOR_MIN)
-                        }
-                        false => 2 * best.len() < data.len(),
-                    }
-                {
-                    let effort = match 2 * best.len() < data.len() {
+                let repeats = 2 * best.len() < data.len();
+                let tried = match tensor_file {
+                    true => data.len() <= STRONG_MAX && (repeats || data.len() >= LZMA_TENSOR_MIN),
+                    false => repeats,
+                };
+                if best.codec == Codec::Zstd && !neural.params.fast && tried {
+                    let effort = match repeats {
                         true => Effort::Strongest,
                         false => Effort::Quick,
                     };

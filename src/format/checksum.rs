@@ -3,6 +3,11 @@
 use std::hash::Hasher;
 use twox_hash::XxHash3_64;
 
+/// `bytes` (a digest) in lowercase hex.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// XXH3-64 of `data`.
 pub fn xxh3_64(data: &[u8]) -> u64 {
     XxHash3_64::oneshot(data)

@@ -80,12 +80,11 @@ fn compress_blocks<'a>(
     output: &mut impl Write,
     opts: &Options,
     neural: &NeuralConfig,
-    known: Known,
+    mut known: Known,
     part: Option<(Part, u64)>,
 ) -> Result<Stats> {
     opts.validate()?;
     let backend = CpuBackend::default();
-    let mut known = known;
     let deltas = std::mem::take(&mut known.deltas);
     // The archive needs the base only where a tensor matched one of it.
     let base = opts.base.as_ref().filter(|_| !deltas.is_empty());
@@ -284,12 +283,12 @@ fn decode_block(
 }
 
 /// Reads an archive's header and refuses it before any block is read where its blocks may be
-/// larger than `opts.memory` or it needs another engine; returns it with its length and the
-/// neural codec's configuration.
-fn read_header(
+/// larger than `opts.memory`, it needs another engine, or a pack or base file not given;
+/// returns it with its length, the neural codec's configuration and the base's bytes.
+fn read_header<'o>(
     input: &mut impl std::io::Read,
-    opts: &Options,
-) -> Result<(Header, u64, NeuralConfig)> {
+    opts: &'o Options,
+) -> Result<(Header, u64, NeuralConfig, Option<&'o [u8]>)> {
     let (header, header_len) = Header::read(input)?;
     if header.block_size > opts.memory {
         return Err(Error::MemoryLimit {
@@ -307,8 +306,8 @@ fn read_header(
     if let Some(id) = pack {
         neural = neural.attach(opts.find_pack(&id)?)?;
     }
-    opts.base_for(header.base)?;
-    Ok((header, header_len, neural))
+    let base = opts.base_for(header.base)?;
+    Ok((header, header_len, neural, base))
 }
 
 /// Decodes a complete archive from `input` into `out`, verifying every checksum.
@@ -318,7 +317,7 @@ fn decode_archive<'a, W: Write>(
     opts: &Options,
 ) -> Result<Stats> {
     opts.validate()?;
-    let (header, header_len, neural) = read_header(input, opts)?;
+    let (header, header_len, neural, base) = read_header(input, opts)?;
     let progress: ProgressFn = match &opts.progress {
         Some(p) => p.as_ref(),
         None => &noop,
@@ -338,7 +337,7 @@ fn decode_archive<'a, W: Write>(
         neural: &neural,
         backend: &backend,
         progress,
-        base: opts.base_for(header.base)?,
+        base,
     };
     let mut source = || {
         if at_end {

@@ -1,12 +1,13 @@
 //! The settings of a run and the sizes it reports.
 
 use super::plan::Known;
-use crate::choice::base::{hex, Base};
+use crate::choice::base::Base;
 use crate::choice::detect::{looks_like_text, TEXT_HEAD};
 use crate::choice::neural_predicted;
 use crate::codecs::float::DType;
 use crate::codecs::neural::{pack, Backbone, NeuralConfig, Pack, PackId, DEFAULT_LEVEL, LEVELS};
 use crate::error::{Error, Result};
+use crate::format::checksum::hex;
 use crate::format::{self, BaseId};
 use std::sync::Arc;
 

@@ -20,10 +20,7 @@ pub(crate) fn compress_part(
     index: u32,
     count: u32,
 ) -> Result<Stats> {
-    let mut known = Known::whole(data, opts.dtype);
-    if let Some(base) = &opts.base {
-        known.deltas = base.spans(data, opts.dtype);
-    }
+    let known = Known::whole(data, opts);
     let neural = &opts.neural_for(data, &known)?;
     opts.validate()?;
     if index >= count {

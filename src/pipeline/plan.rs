@@ -7,7 +7,6 @@ use super::source::{Bytes, Source};
 use super::Options;
 use crate::choice::base::Span;
 use crate::choice::detect::{Kind, Segment};
-use crate::codecs::float::DType;
 use crate::error::Result;
 use std::collections::VecDeque;
 
@@ -73,12 +72,18 @@ impl Known {
             .any(|s| matches!(s.kind, Kind::Tensor(_)))
     }
 
-    /// What is known of `input`, whole in memory, holding `dtype` values if given.
-    pub fn whole(input: &[u8], dtype: Option<DType>) -> Self {
+    /// What is known of `input`, whole in memory, compressed with `opts`: its structure
+    /// (holding `opts.dtype` values if given), and where its tensors sit in `opts.base`.
+    pub fn whole(input: &[u8], opts: &Options) -> Self {
+        let layout = crate::choice::detect::layout(input, opts.dtype);
+        let deltas = match &opts.base {
+            Some(base) => base.spans(input, &layout, opts.dtype),
+            None => Vec::new(),
+        };
         Known {
             len: Some(input.len() as u64),
-            layout: Some(crate::choice::detect::layout(input, dtype)),
-            deltas: Vec::new(),
+            layout: Some(layout),
+            deltas,
         }
     }
 }

@@ -24,7 +24,7 @@ pub(crate) fn decompress_range(
         inner: input,
         count: 0,
     };
-    let (header, header_len, neural) = read_header(&mut input, opts)?;
+    let (header, header_len, neural, base) = read_header(&mut input, opts)?;
     let trailer = Trailer::read_from_end(&mut input.inner)?;
     let archive_end = input.inner.seek(SeekFrom::End(0))?;
     trailer.check_table(header_len, archive_end - trailer.encoded_len())?;
@@ -44,7 +44,7 @@ pub(crate) fn decompress_range(
         neural: &neural,
         backend: &backend,
         progress,
-        base: opts.base_for(header.base)?,
+        base,
     };
     let (mut at, mut blocks) = (0u64, 0u64);
     let mut data = Vec::new();

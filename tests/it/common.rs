@@ -185,17 +185,22 @@ pub fn compress_identically(dir: &Path, args: &[&str], runs: &[(&str, &str)]) ->
 /// Decompresses `archive` (in `dir`) to stdout under each (threads, kernels) setting and
 /// asserts every output equals `data`.
 pub fn decodes_everywhere(dir: &Path, archive: &str, data: &[u8], runs: &[(&str, &str)]) {
+    decodes_everywhere_with(dir, &["decompress", "-q", "-c", archive], data, runs)
+}
+
+/// `decodes_everywhere` with the decompressing command's arguments given in full.
+pub fn decodes_everywhere_with(dir: &Path, args: &[&str], data: &[u8], runs: &[(&str, &str)]) {
     for &(threads, kernels) in runs {
         let r = sep_env(
             dir,
-            &["decompress", "-q", "-c", archive],
+            args,
             b"",
             &[("SEP_THREADS", threads), ("SEP_KERNELS", kernels)],
         );
         ok(&r);
         assert!(
             r.stdout == data,
-            "{archive}: decode with {threads} threads / {kernels} differs"
+            "{args:?}: decode with {threads} threads / {kernels} differs"
         );
     }
 }

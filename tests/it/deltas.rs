@@ -58,26 +58,15 @@ fn a_checkpoint_codes_against_its_base_everywhere_and_only_with_it() {
         alone.stdout.len()
     );
     fs::write(dir.path().join("new.sep"), &delta).unwrap();
-    for (threads, kernels) in runs {
-        let r = sep_env(
-            dir.path(),
-            &[
-                "-d",
-                "-c",
-                "-q",
-                "--patch-from",
-                "base.safetensors",
-                "new.sep",
-            ],
-            b"",
-            &[("SEP_THREADS", threads), ("SEP_KERNELS", kernels)],
-        );
-        ok(&r);
-        assert!(
-            r.stdout == new,
-            "decoded with {threads} threads / {kernels} differs"
-        );
-    }
+    let decode = [
+        "-d",
+        "-c",
+        "-q",
+        "--patch-from",
+        "base.safetensors",
+        "new.sep",
+    ];
+    decodes_everywhere_with(dir.path(), &decode, &new, &runs);
     let info = sep(dir.path(), &["-l", "-v", "new.sep"]);
     ok(&info);
     assert!(info.stdout.windows(5).any(|w| w == b"delta"));

@@ -15,6 +15,7 @@
 //! file.
 
 use crate::error::{Error, Result};
+use crate::format::checksum::hex;
 use safetensors::{Dtype, SafeTensors};
 use sha2::{Digest, Sha256};
 use std::fmt;
@@ -72,10 +73,6 @@ impl fmt::Display for PackId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(self, f)
     }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 fn unhex(s: &str) -> Option<Vec<u8>> {
