@@ -95,6 +95,9 @@ const GUESS_HANDICAP: f64 = 0.03;
 /// A delta block (`--patch-from`) under this share of the block's bytes is kept without trying
 /// the other codecs: they make trained weights no smaller than 0.6 of them.
 const DELTA_SURE: f64 = 0.4;
+/// How much larger than the planes codec's the byte-table codec's payload of an fp8 block may
+/// be and still be chosen (it decodes about twice as fast).
+const BYTES_MARGIN: f64 = 0.01;
 /// Bytes from the middle of a block that `neural_trial` codes.
 const NEURAL_TRIAL: usize = 16 << 10;
 
@@ -283,6 +286,19 @@ pub fn code_block(
             if !sure {
                 float::encode_into(data, dtype, &mut spare);
                 best.consider(Codec::Planes, spare);
+            }
+            // One-byte values from one table decode twice as fast as the planes codec's, which
+            // keeps them only where it is `BYTES_MARGIN` smaller.
+            if !layered {
+                let b = float::bytes::encode(data);
+                let near = (b.len() as f64) < (1.0 + BYTES_MARGIN) * best.len() as f64;
+                if near && b.len() < data.len() {
+                    best = Best {
+                        data,
+                        codec: Codec::Bytes,
+                        payload: b,
+                    };
+                }
             }
             if let Some(r) = repeated {
                 best.consider(Codec::Repeated, r.payload);

@@ -74,6 +74,11 @@ impl Decoder<'_> {
                     float::decode_append(payload, raw_len, out, seen)
                 })?);
             }
+            Codec::Bytes => {
+                streamed = Some(hashed(|seen| {
+                    float::bytes::decode(payload, raw_len, out, seen)
+                })?);
+            }
             Codec::TensorHeader => float::tensor_header::decode(payload, raw_len, out)?,
             Codec::Recent => float::recent::decode(payload, raw_len, out)?,
             Codec::Scaled => float::scaled::decode(payload, raw_len, out)?,

@@ -79,6 +79,9 @@ pub enum Codec {
     /// Payload is a float array coded against the same array in the archive's base file
     /// (`--patch-from`): the values' width, where they start in the base, the differences.
     Delta,
+    /// Payload is a tensor of one-byte values (fp8) rANS-coded from one table of their
+    /// frequencies, which it holds.
+    Bytes,
 }
 
 impl Codec {
@@ -98,6 +101,7 @@ impl Codec {
             Codec::Field => 10,
             Codec::Lzma => 11,
             Codec::Delta => 12,
+            Codec::Bytes => 13,
         }
     }
 
@@ -117,6 +121,7 @@ impl Codec {
             10 => Ok(Codec::Field),
             11 => Ok(Codec::Lzma),
             12 => Ok(Codec::Delta),
+            13 => Ok(Codec::Bytes),
             t => Err(Error::Corrupt(format!("unknown block codec {t}"))),
         }
     }
@@ -137,6 +142,7 @@ impl Codec {
             Codec::Field => "field",
             Codec::Lzma => "lzma",
             Codec::Delta => "delta",
+            Codec::Bytes => "bytes",
         }
     }
 }
@@ -454,7 +460,8 @@ impl BlockRecord {
             | Codec::Copies
             | Codec::Swapped
             | Codec::Lzma
-            | Codec::Delta => self.payload_len < self.raw_len,
+            | Codec::Delta
+            | Codec::Bytes => self.payload_len < self.raw_len,
         };
         if !ok {
             return Err(Error::Corrupt(format!(

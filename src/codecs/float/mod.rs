@@ -4,6 +4,7 @@
 //! with the primitives they share (adaptive tables, rounding, the interleaved rANS kernels).
 
 mod adaptive;
+pub mod bytes;
 mod carry;
 pub mod copies;
 pub mod distinct;
