@@ -5,7 +5,8 @@
 //! one static table loses next to nothing against the planes codec's adaptive ones and decodes
 //! with one table look-up per value, without counting or refitting.
 //!
-//! Payload: precision `bits` (`u8`, 10 to 14: the table's frequencies sum to `2^bits`), `ways`
+//! Payload: precision `bits` (`u8`, 10 to 14: the table's frequencies sum to `2^bits`, none
+//! above `2^(24 - bits)`, so that a slot's byte, offset and frequency fit 32 bits), `ways`
 //! (`u8`: 16, 32 or 64), the table, then the rANS stream (`rans::write_stream`'s layout: the
 //! `ways` final states, then the words) to the payload's end. The block's last `3 ways` values
 //! (its whole rows of `ways` values if fewer) are not in the stream: the encoder's start
@@ -61,6 +62,9 @@ pub fn encode(data: &[u8]) -> Vec<u8> {
     for bits in MIN_BITS..=MAX_BITS {
         if !fit(&counts, bits, false, 0, &mut freqs) {
             break;
+        }
+        if freqs.iter().any(|&f| f > most(bits)) {
+            continue;
         }
         let coded: f64 = counts
             .iter()
@@ -164,12 +168,17 @@ fn read_leb128(p: &[u8], at: &mut usize) -> Result<u32> {
     Err(Error::Corrupt("byte-table frequency too long".into()))
 }
 
-/// What the decoder needs of a table: the byte of each slot (3 bytes of padding for a 4-byte
-/// read at the last) and each byte's `start | freq << 16`.
+/// Largest frequency a table of `bits` of precision may give a byte: a slot's entry holds the
+/// byte, the slot's offset in the byte's range and the frequency less 1 in 32 bits.
+fn most(bits: u32) -> u32 {
+    1 << (24 - bits)
+}
+
+/// What the decoder needs of a table: each slot's entry, `byte | (slot - start) << 8 |
+/// (freq - 1) << (8 + bits)`.
 struct Table {
     bits: u32,
-    slots: Vec<u8>,
-    enc: [u32; 256],
+    slots: Vec<u32>,
 }
 
 /// Reads the precision and table at the payload's start; returns them and where the stream
@@ -199,7 +208,7 @@ fn read_table(p: &[u8]) -> Result<(Table, usize, usize)> {
             Some(g) => g as i64 + ((n >> 1) as i64 ^ -((n & 1) as i64)),
             None => n as i64 + 1,
         };
-        if !(1..=total as i64).contains(&f) {
+        if !(1..=most(bits).min(total) as i64).contains(&f) {
             return Err(Error::Corrupt("byte-table frequency out of range".into()));
         }
         freqs[b] = f as u32;
@@ -211,14 +220,11 @@ fn read_table(p: &[u8]) -> Result<(Table, usize, usize)> {
     }
     let mut t = Table {
         bits,
-        slots: vec![0; total as usize + 3],
-        enc: [0; 256],
+        slots: Vec::with_capacity(total as usize),
     };
-    let mut start = 0;
     for (b, &f) in freqs.iter().enumerate() {
-        t.slots[start as usize..(start + f) as usize].fill(b as u8);
-        t.enc[b] = start | f << 16;
-        start += f;
+        t.slots
+            .extend((0..f).map(|k| b as u32 | k << 8 | (f.max(1) - 1) << (8 + bits)));
     }
     Ok((t, ways, at))
 }
@@ -263,11 +269,10 @@ fn decode_scalar(x: &mut [u32; WAYS], w: &mut Words, t: &Table, ways: usize, out
     let mask = (1u32 << t.bits) - 1;
     for group in out.chunks_mut(ways) {
         for (x, v) in x.iter_mut().zip(group) {
-            let slot = *x & mask;
-            let b = t.slots[slot as usize];
-            let d = t.enc[b as usize];
-            rans::step(x, t.bits, d >> 16, slot - (d & 0xffff), w);
-            *v = b;
+            let e = t.slots[(*x & mask) as usize];
+            let freq = (e >> (8 + t.bits)) + 1;
+            rans::step(x, t.bits, freq, e >> 8 & mask, w);
+            *v = e as u8;
         }
     }
 }
@@ -286,8 +291,7 @@ impl Level {
         match self {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: AVX-512 support was checked when the level was chosen; the slot table
-            // has 3 bytes of padding for the gathers' 4-byte reads, and every byte indexes
-            // `enc`.
+            // has an entry for every slot under 2^bits.
             Level::Avx512 => unsafe {
                 match ways {
                     16 => avx512::groups::<1>(x, w, t, out),
@@ -322,11 +326,11 @@ mod avx512 {
         let mut xs: [__m512i; R] =
             std::array::from_fn(|r| unsafe { _mm512_loadu_si512(x[16 * r..].as_ptr().cast()) });
         let low = _mm512_set1_epi32(1 << 16);
-        let low16 = _mm512_set1_epi32(0xffff);
-        let m8 = _mm512_set1_epi32(0xff);
+        let one = _mm512_set1_epi32(1);
         let mask = _mm512_set1_epi32((1 << t.bits) - 1);
         let shift = _mm_cvtsi32_si128(t.bits as i32);
-        let (slots, enc) = (t.slots.as_ptr() as *const i32, t.enc.as_ptr() as *const i32);
+        let freq_shift = _mm_cvtsi32_si128(8 + t.bits as i32);
+        let slots = t.slots.as_ptr() as *const i32;
         let mut done = 0;
         // A group takes at most one word per value.
         while done + ways <= out.len() && pos + 2 * ways <= data.len() {
@@ -335,20 +339,19 @@ mod avx512 {
             let mut ys = [_mm512_setzero_si512(); R];
             for r in 0..R {
                 let slot = _mm512_and_si512(xs[r], mask);
-                // SAFETY: slots are under 2^bits, and the slot table has 3 bytes of padding
-                // past the last.
-                let b = _mm512_and_si512(unsafe { _mm512_i32gather_epi32::<1>(slot, slots) }, m8);
-                // SAFETY: `b` is a byte, and `enc` has 256 entries.
-                let d = unsafe { _mm512_i32gather_epi32::<4>(b, enc) };
+                // SAFETY: slots are under 2^bits, the slot table's length.
+                let e = unsafe { _mm512_i32gather_epi32::<4>(slot, slots) };
+                let freq = _mm512_add_epi32(_mm512_srl_epi32(e, freq_shift), one);
+                let offset = _mm512_and_si512(_mm512_srli_epi32::<8>(e), mask);
                 ys[r] = _mm512_add_epi32(
-                    _mm512_mullo_epi32(_mm512_srli_epi32::<16>(d), _mm512_srl_epi32(xs[r], shift)),
-                    _mm512_sub_epi32(slot, _mm512_and_si512(d, low16)),
+                    _mm512_mullo_epi32(freq, _mm512_srl_epi32(xs[r], shift)),
+                    offset,
                 );
                 // SAFETY: `out[done + 16 r..]` holds the 16 bytes the store writes.
                 unsafe {
                     _mm_storeu_si128(
                         out.as_mut_ptr().add(done + 16 * r).cast(),
-                        _mm512_cvtepi32_epi8(b),
+                        _mm512_cvtepi32_epi8(e),
                     )
                 };
             }
@@ -415,8 +418,17 @@ mod tests {
                 assert!(size * 8 < n * 8 - n / 4, "{n}: {size}");
             }
         }
-        // One value only, and all 256.
+        // One value only, one value most of the time (too frequent for a slot's entry at 14
+        // bits), and all 256.
         assert!(roundtrip(&[0x38; 5000]) < 300);
+        let mostly: Vec<u8> = weights(50_000, 3)
+            .iter()
+            .enumerate()
+            .map(|(k, &b)| if k % 3 > 0 { 0 } else { b })
+            .collect();
+        let p = encode(&mostly);
+        assert!(p[0] <= 12, "precision {}", p[0]);
+        roundtrip(&mostly);
         roundtrip(&(0..=255).cycle().take(70_000).collect::<Vec<u8>>());
     }
 
@@ -435,6 +447,13 @@ mod tests {
             out.clear();
             assert!(decode(&q, data.len(), &mut out, &mut |_| {}).is_err());
         }
+        // One byte with all 2^14 slots: more than a slot's entry holds.
+        let mut q = vec![14u8, 16, 1];
+        q.extend_from_slice(&[0; 31]);
+        leb128(16383, &mut q);
+        q.extend_from_slice(&[0, 1, 0, 0].repeat(16));
+        out.clear();
+        assert!(decode(&q, 100, &mut out, &mut |_| {}).is_err());
         // A flipped bit of the stream decodes to other bytes or fails, never panics.
         for at in [40, p.len() / 3, p.len() - 3] {
             let mut q = p.clone();
