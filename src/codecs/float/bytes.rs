@@ -299,8 +299,102 @@ impl Level {
                     _ => avx512::groups::<4>(x, w, t, out),
                 }
             },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: AVX2 support was checked when the level was chosen; as above.
+            Level::Avx2 => unsafe {
+                match ways {
+                    16 => avx2::groups::<2>(x, w, t, ways, out),
+                    _ => avx2::groups::<4>(x, w, t, ways, out),
+                }
+            },
             _ => 0,
         }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::Table;
+    use crate::codecs::float::interleaved::EXPAND;
+    use crate::entropy::rans::{Words, WAYS};
+    use std::arch::x86_64::*;
+
+    crate::simd::avx2! {
+    /// Decodes whole groups of `ways` values, `8 R` ways at a time in `R` registers of 8 (the
+    /// ways in order, so the words are read as `decode_scalar` reads them).
+    pub(super) fn groups<const R: usize>(
+        x: &mut [u32; WAYS],
+        w: &mut Words,
+        t: &Table,
+        ways: usize,
+        out: &mut [u8],
+    ) -> usize {
+        let data = w.words;
+        let mut pos = w.pos;
+        let zero = _mm256_setzero_si256();
+        let one = _mm256_set1_epi32(1);
+        let mask = _mm256_set1_epi32((1 << t.bits) - 1);
+        let shift = _mm_cvtsi32_si128(t.bits as i32);
+        let freq_shift = _mm_cvtsi32_si128(8 + t.bits as i32);
+        // Byte 0 of each 32-bit lane to the low 4 bytes of its 128-bit half.
+        let low_bytes = _mm256_setr_epi8(
+            0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1, -1,
+            -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+        );
+        let slots = t.slots.as_ptr() as *const i32;
+        let mut done = 0;
+        // A group takes at most one word per value.
+        while done + ways <= out.len() && pos + 2 * ways <= data.len() {
+            for c in (0..ways).step_by(8 * R) {
+                // SAFETY: `c + 8 R <= ways <= WAYS`, so `x[c + 8 r..]` holds the 8 states
+                // each load reads.
+                let mut xs: [__m256i; R] = std::array::from_fn(|r| unsafe {
+                    _mm256_loadu_si256(x[c + 8 * r..].as_ptr().cast())
+                });
+                let mut ys = [zero; R];
+                for r in 0..R {
+                    let slot = _mm256_and_si256(xs[r], mask);
+                    // SAFETY: slots are under 2^bits, the slot table's length.
+                    let e = unsafe { _mm256_i32gather_epi32::<4>(slots, slot) };
+                    let freq = _mm256_add_epi32(_mm256_srl_epi32(e, freq_shift), one);
+                    let offset = _mm256_and_si256(_mm256_srli_epi32::<8>(e), mask);
+                    ys[r] = _mm256_add_epi32(
+                        _mm256_mullo_epi32(freq, _mm256_srl_epi32(xs[r], shift)),
+                        offset,
+                    );
+                    let b = _mm256_shuffle_epi8(e, low_bytes);
+                    let b = _mm_unpacklo_epi32(
+                        _mm256_castsi256_si128(b),
+                        _mm256_extracti128_si256::<1>(b),
+                    );
+                    // SAFETY: `out[done + c + 8 r..]` holds the 8 bytes the store writes.
+                    unsafe { _mm_storel_epi64(out.as_mut_ptr().add(done + c + 8 * r).cast(), b) };
+                }
+                for r in 0..R {
+                    let y = ys[r];
+                    let need = _mm256_cmpeq_epi32(_mm256_srli_epi32::<16>(y), zero);
+                    let m = _mm256_movemask_ps(_mm256_castsi256_ps(need)) as usize;
+                    // SAFETY: the group started with 2 bytes per value left past `pos`, and
+                    // the 8 values before these took at most 16 of them each.
+                    let next = unsafe { _mm_loadu_si128(data.as_ptr().add(pos).cast()) };
+                    let next = _mm256_cvtepu16_epi32(next);
+                    // SAFETY: a row of `EXPAND` holds the 8 entries the load reads.
+                    let order = unsafe { _mm256_loadu_si256(EXPAND[m].as_ptr().cast()) };
+                    let fill = _mm256_permutevar8x32_epi32(next, order);
+                    let refilled = _mm256_or_si256(_mm256_slli_epi32::<16>(y), fill);
+                    xs[r] = _mm256_blendv_epi8(y, refilled, need);
+                    pos += 2 * m.count_ones() as usize;
+                }
+                for (r, xs) in xs.iter().enumerate() {
+                    // SAFETY: as for the loads.
+                    unsafe { _mm256_storeu_si256(x[c + 8 * r..].as_mut_ptr().cast(), *xs) };
+                }
+            }
+            done += ways;
+        }
+        w.pos = pos;
+        done
+    }
     }
 }
 
@@ -397,7 +491,7 @@ mod tests {
 
     fn roundtrip(data: &[u8]) -> usize {
         let p = encode(data);
-        for l in [Level::Scalar, crate::simd::Level::detect()] {
+        for l in [Level::Scalar, Level::Avx2, Level::detect()] {
             set_level(l);
             let mut out = vec![9u8];
             let mut hashed = 0;

@@ -32,7 +32,7 @@ const fn lane_permutations(expand: bool) -> [[u32; 8]; 256] {
 }
 
 /// Permutations for expand-loading words into the lanes of a mask.
-const EXPAND: [[u32; 8]; 256] = lane_permutations(true);
+pub(in crate::codecs::float) const EXPAND: [[u32; 8]; 256] = lane_permutations(true);
 /// Permutations for compress-storing the lanes of a mask.
 const COMPRESS: [[u32; 8]; 256] = lane_permutations(false);
 

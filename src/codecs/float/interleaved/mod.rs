@@ -6,6 +6,8 @@
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 #[cfg(target_arch = "x86_64")]
+pub(super) use avx2::EXPAND;
+#[cfg(target_arch = "x86_64")]
 mod avx512;
 
 use super::planes::{
