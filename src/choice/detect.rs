@@ -15,6 +15,16 @@ pub enum Kind {
     TensorHeader,
     /// Consecutive values of one float type.
     Tensor(DType),
+    /// Consecutive one-byte integers: a quantized tensor (int8, uint8, int4 packed two to a
+    /// byte).
+    Bytes,
+}
+
+impl Kind {
+    /// Whether the stretch holds a tensor's values (float or one-byte integers).
+    pub fn is_tensor(self) -> bool {
+        matches!(self, Kind::Tensor(_) | Kind::Bytes)
+    }
 }
 
 /// A stretch of the input and what it holds.
@@ -51,6 +61,12 @@ fn merge(parts: Vec<(u64, Kind)>) -> Vec<Segment> {
         if len == 0 {
             continue;
         }
+        // Small integer tensors stay in the general data around them, whose context LZMA
+        // shares among them.
+        let kind = match kind {
+            Kind::Bytes if len < OWN_SEGMENT => Kind::General,
+            k => k,
+        };
         match out.last_mut() {
             // Large tensors stay apart so that each gets its own codec choice and statistics.
             Some(last) if last.kind == kind && (last.len < OWN_SEGMENT || len < OWN_SEGMENT) => {
@@ -65,7 +81,7 @@ fn merge(parts: Vec<(u64, Kind)>) -> Vec<Segment> {
 /// Tensors of at least this many bytes get a segment (and so blocks) of their own.
 const OWN_SEGMENT: u64 = 64 << 10;
 
-fn float_kind(d: safetensors::Dtype) -> Kind {
+fn tensor_kind(d: safetensors::Dtype) -> Kind {
     match d {
         safetensors::Dtype::F16 => Kind::Tensor(DType::F16),
         safetensors::Dtype::BF16 => Kind::Tensor(DType::BF16),
@@ -73,13 +89,14 @@ fn float_kind(d: safetensors::Dtype) -> Kind {
         safetensors::Dtype::F64 => Kind::Tensor(DType::F64),
         safetensors::Dtype::F8_E4M3 => Kind::Tensor(DType::F8E4M3),
         safetensors::Dtype::F8_E5M2 => Kind::Tensor(DType::F8E5M2),
+        safetensors::Dtype::I8 | safetensors::Dtype::U8 => Kind::Bytes,
         _ => Kind::General,
     }
 }
 
 /// Whether tensors of safetensors dtype `d` take the float codecs.
 pub(super) fn is_float(d: safetensors::Dtype) -> bool {
-    matches!(float_kind(d), Kind::Tensor(_))
+    matches!(tensor_kind(d), Kind::Tensor(_))
 }
 
 /// Segments of a well-formed safetensors file, or `None`.
@@ -115,7 +132,7 @@ fn tensor_parts(
         }
         parts.push((s - at, Kind::General));
         // Only whole elements go to the planes codec.
-        let kind = match float_kind(t.dtype) {
+        let kind = match tensor_kind(t.dtype) {
             Kind::Tensor(d) if (e - s) % d.width() as u64 != 0 => Kind::General,
             k => k,
         };
@@ -358,7 +375,7 @@ mod tests {
             let w = match *dt {
                 "F32" | "I32" => 4,
                 "F64" => 8,
-                "U8" => 1,
+                "U8" | "I8" => 1,
                 _ => 2,
             };
             json += &format!(
@@ -414,6 +431,17 @@ mod tests {
                     len: 80_000,
                     kind: Kind::Tensor(DType::BF16)
                 },
+            ]
+        );
+        // One-byte integers: a large tensor on its own, small ones with the general data.
+        let f = st_file(&[("q", "I8", 70_000), ("s", "F32", 4), ("r", "U8", 100)]);
+        let kinds: Vec<_> = layout(&f, None).iter().map(|s| (s.len, s.kind)).collect();
+        assert_eq!(
+            kinds[1..],
+            [
+                (70_000, Kind::Bytes),
+                (4, Kind::Tensor(DType::F32)),
+                (100, Kind::General)
             ]
         );
         // A damaged header is not safetensors.

@@ -352,6 +352,32 @@ pub fn code_block(
             }
             progress(data.len() as u64);
         }
+        Kind::Bytes => {
+            // One-byte integers hold little beyond their frequencies (weights); zstd where the
+            // sample's windows repeat and its level-9 size promises less.
+            let b = float::bytes::encode(data);
+            if b.len() < data.len() {
+                best.consider(Codec::Bytes, b);
+            }
+            // Values whose neighbours predict them (a per-tensor scale over rows of different
+            // magnitudes, a table) are LZMA's, whose literals see the previous byte; above its
+            // range, zstd's where the sample's windows repeat and its level-9 size promises less.
+            if (LZMA_TENSOR_MIN..=STRONG_MAX).contains(&data.len()) {
+                if !neural.params.fast {
+                    lzma(data, &mut best, Effort::Quick);
+                }
+            } else {
+                let s = sample(data);
+                if repeats(&s, 1) >= REPEATS_MIN
+                    && zstd_fraction(&s, ZSTD_LEVEL) * (data.len() as f64) < best.len() as f64
+                {
+                    if let Some(z) = zstd_strong(data) {
+                        best.consider(Codec::Zstd, z);
+                    }
+                }
+            }
+            progress(data.len() as u64);
+        }
         Kind::TensorHeader => {
             // Plain zstd only where the header codec's rewrite does not apply: its text is the
             // header's with fewer digits, coded at a higher level.

@@ -89,10 +89,7 @@ fn compress_blocks<'a>(
     // The archive needs the base only where a tensor matched one of it.
     let base = opts.base.as_ref().filter(|_| !deltas.is_empty());
     let mut plan = Plan::new(opts, known);
-    let tensor_file = plan
-        .segments
-        .iter()
-        .any(|s| matches!(s.kind, Kind::Tensor(_)));
+    let tensor_file = plan.segments.iter().any(|s| s.kind.is_tensor());
     let header = Header {
         version: crate::format::VERSION,
         flags: 0,

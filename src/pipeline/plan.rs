@@ -66,10 +66,7 @@ pub struct Known {
 impl Known {
     /// Whether the input is known to hold tensors.
     pub fn tensors(&self) -> bool {
-        self.layout
-            .iter()
-            .flatten()
-            .any(|s| matches!(s.kind, Kind::Tensor(_)))
+        self.layout.iter().flatten().any(|s| s.kind.is_tensor())
     }
 
     /// What is known of `input`, whole in memory, compressed with `opts`: its structure
@@ -128,7 +125,7 @@ impl Plan {
     fn block_len(&self, seg: &Segment) -> u64 {
         let len = (seg.len != UNTIL_END).then_some(seg.len);
         let max = match seg.kind {
-            Kind::Tensor(_) => self.max.min(TENSOR_BLOCK_SIZE),
+            Kind::Tensor(_) | Kind::Bytes => self.max.min(TENSOR_BLOCK_SIZE),
             _ => self.general_max,
         };
         let bs = block_size_for(max, len).min(self.cap);

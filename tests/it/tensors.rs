@@ -508,3 +508,67 @@ fn fp8_casts_of_real_weights_take_the_tensor_path_and_shrink() {
         );
     }
 }
+
+#[test]
+fn int8_and_packed_int4_weights_take_the_byte_table_codec() {
+    // MiniLM's 2-D f32 weights quantized per row (largest magnitude to 127, or to 7 for int4
+    // packed two to a byte), each beside its f32 row scales, as weight-only quantized
+    // checkpoints hold them.
+    let src = fs::read(corpora().join("tensors/minilm-layer0.f32.safetensors")).unwrap();
+    let st = ::safetensors::SafeTensors::deserialize(&src).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (tag, top) in [("I8", 127f32), ("U8", 7.0)] {
+        let (mut header, mut data) = (Vec::new(), Vec::new());
+        let mut names: Vec<String> = st.names().into_iter().map(String::from).collect();
+        names.sort();
+        for name in names {
+            let t = st.tensor(&name).unwrap();
+            let [rows, cols] = t.shape() else {
+                continue;
+            };
+            let values: Vec<f32> = t
+                .data()
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            let start = data.len();
+            let mut scales = Vec::new();
+            for row in values.chunks(*cols) {
+                let scale = row.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-30) / top;
+                let q: Vec<i8> = row.iter().map(|&v| (v / scale).round() as i8).collect();
+                match tag {
+                    "I8" => data.extend(q.iter().map(|&v| v as u8)),
+                    _ => data.extend(
+                        q.chunks(2)
+                            .map(|p| (p[0] + 8) as u8 | ((p[1] + 8) as u8) << 4),
+                    ),
+                }
+                scales.extend_from_slice(&scale.to_le_bytes());
+            }
+            let width = if tag == "I8" { *cols } else { cols / 2 };
+            header.push(format!(
+                "\"{name}\":{{\"dtype\":\"{tag}\",\"shape\":[{rows},{width}],\"data_offsets\":[{start},{}]}}",
+                data.len()
+            ));
+            let start = data.len();
+            data.extend_from_slice(&scales);
+            header.push(format!(
+                "\"{name}.scale\":{{\"dtype\":\"F32\",\"shape\":[{rows}],\"data_offsets\":[{start},{}]}}",
+                data.len()
+            ));
+        }
+        let file = safetensors(&format!("{{{}}}", header.join(",")), &data);
+        let name = format!("minilm.{tag}.safetensors");
+        fs::write(d.join(&name), &file).unwrap();
+        let archive = check_file_with(d, &name, &[], " bytes ");
+        // Under zstd -19 (at about the values' order-0 entropy).
+        let zstd = zstd::encode_all(&file[..], 19).unwrap();
+        assert!(
+            archive.len() < zstd.len(),
+            "{tag}: {} against zstd -19's {}",
+            archive.len(),
+            zstd.len()
+        );
+    }
+}
