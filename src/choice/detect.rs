@@ -15,15 +15,14 @@ pub enum Kind {
     TensorHeader,
     /// Consecutive values of one float type.
     Tensor(DType),
-    /// Consecutive one-byte integers: a quantized tensor (int8, uint8, int4 packed two to a
-    /// byte).
-    Bytes,
+    /// A quantized tensor's one-byte integers (int8, uint8, int4 packed two to a byte).
+    Quantized,
 }
 
 impl Kind {
     /// Whether the stretch holds a tensor's values (float or one-byte integers).
     pub fn is_tensor(self) -> bool {
-        matches!(self, Kind::Tensor(_) | Kind::Bytes)
+        matches!(self, Kind::Tensor(_) | Kind::Quantized)
     }
 }
 
@@ -64,7 +63,7 @@ fn merge(parts: Vec<(u64, Kind)>) -> Vec<Segment> {
         // Small integer tensors stay in the general data around them, whose context LZMA
         // shares among them.
         let kind = match kind {
-            Kind::Bytes if len < OWN_SEGMENT => Kind::General,
+            Kind::Quantized if len < OWN_SEGMENT => Kind::General,
             k => k,
         };
         match out.last_mut() {
@@ -89,7 +88,7 @@ fn tensor_kind(d: safetensors::Dtype) -> Kind {
         safetensors::Dtype::F64 => Kind::Tensor(DType::F64),
         safetensors::Dtype::F8_E4M3 => Kind::Tensor(DType::F8E4M3),
         safetensors::Dtype::F8_E5M2 => Kind::Tensor(DType::F8E5M2),
-        safetensors::Dtype::I8 | safetensors::Dtype::U8 => Kind::Bytes,
+        safetensors::Dtype::I8 | safetensors::Dtype::U8 => Kind::Quantized,
         _ => Kind::General,
     }
 }
@@ -439,7 +438,7 @@ mod tests {
         assert_eq!(
             kinds[1..],
             [
-                (70_000, Kind::Bytes),
+                (70_000, Kind::Quantized),
                 (4, Kind::Tensor(DType::F32)),
                 (100, Kind::General)
             ]

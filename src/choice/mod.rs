@@ -352,7 +352,7 @@ pub fn code_block(
             }
             progress(data.len() as u64);
         }
-        Kind::Bytes => {
+        Kind::Quantized => {
             // One-byte integers hold little beyond their frequencies (weights); zstd where the
             // sample's windows repeat and its level-9 size promises less.
             let b = float::bytes::encode(data);

@@ -125,7 +125,7 @@ impl Plan {
     fn block_len(&self, seg: &Segment) -> u64 {
         let len = (seg.len != UNTIL_END).then_some(seg.len);
         let max = match seg.kind {
-            Kind::Tensor(_) | Kind::Bytes => self.max.min(TENSOR_BLOCK_SIZE),
+            Kind::Tensor(_) | Kind::Quantized => self.max.min(TENSOR_BLOCK_SIZE),
             _ => self.general_max,
         };
         let bs = block_size_for(max, len).min(self.cap);
