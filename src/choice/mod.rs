@@ -353,8 +353,7 @@ pub fn code_block(
             progress(data.len() as u64);
         }
         Kind::Quantized => {
-            // One-byte integers hold little beyond their frequencies (weights); zstd where the
-            // sample's windows repeat and its level-9 size promises less.
+            // Quantized weights hold little beyond their values' frequencies.
             let b = float::bytes::encode(data);
             if b.len() < data.len() {
                 best.consider(Codec::Bytes, b);
