@@ -315,7 +315,7 @@ impl Level {
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::Table;
-    use crate::codecs::float::interleaved::EXPAND;
+    use crate::codecs::float::interleaved::refill;
     use crate::entropy::rans::{Words, WAYS};
     use std::arch::x86_64::*;
 
@@ -370,20 +370,11 @@ mod avx2 {
                     // SAFETY: `out[done + c + 8 r..]` holds the 8 bytes the store writes.
                     unsafe { _mm_storel_epi64(out.as_mut_ptr().add(done + c + 8 * r).cast(), b) };
                 }
-                for r in 0..R {
-                    let y = ys[r];
+                for (x, &y) in xs.iter_mut().zip(&ys) {
                     let need = _mm256_cmpeq_epi32(_mm256_srli_epi32::<16>(y), zero);
-                    let m = _mm256_movemask_ps(_mm256_castsi256_ps(need)) as usize;
                     // SAFETY: the group started with 2 bytes per value left past `pos`, and
                     // the 8 values before these took at most 16 of them each.
-                    let next = unsafe { _mm_loadu_si128(data.as_ptr().add(pos).cast()) };
-                    let next = _mm256_cvtepu16_epi32(next);
-                    // SAFETY: a row of `EXPAND` holds the 8 entries the load reads.
-                    let order = unsafe { _mm256_loadu_si256(EXPAND[m].as_ptr().cast()) };
-                    let fill = _mm256_permutevar8x32_epi32(next, order);
-                    let refilled = _mm256_or_si256(_mm256_slli_epi32::<16>(y), fill);
-                    xs[r] = _mm256_blendv_epi8(y, refilled, need);
-                    pos += 2 * m.count_ones() as usize;
+                    *x = unsafe { refill(y, need, data, &mut pos) };
                 }
                 for (r, xs) in xs.iter().enumerate() {
                     // SAFETY: as for the loads.

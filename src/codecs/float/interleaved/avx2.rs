@@ -32,9 +32,33 @@ const fn lane_permutations(expand: bool) -> [[u32; 8]; 256] {
 }
 
 /// Permutations for expand-loading words into the lanes of a mask.
-pub(in crate::codecs::float) const EXPAND: [[u32; 8]; 256] = lane_permutations(true);
+const EXPAND: [[u32; 8]; 256] = lane_permutations(true);
 /// Permutations for compress-storing the lanes of a mask.
 const COMPRESS: [[u32; 8]; 256] = lane_permutations(false);
+
+crate::simd::avx2! {
+/// The states `x` whose lanes are set in `need` (all bits of a lane) shifted up 16 bits and
+/// filled with the next words at `data[*pos..]`, in lane order; `*pos` moves past them.
+///
+/// # Safety
+/// `data` has 16 bytes from `*pos` on.
+#[inline]
+pub(in crate::codecs::float) unsafe fn refill(
+    x: __m256i,
+    need: __m256i,
+    data: &[u8],
+    pos: &mut usize,
+) -> __m256i {
+    let mask = _mm256_movemask_ps(_mm256_castsi256_ps(need)) as usize;
+    // SAFETY: the caller guarantees the 16 bytes the load reads.
+    let next = _mm256_cvtepu16_epi32(unsafe { _mm_loadu_si128(data.as_ptr().add(*pos).cast()) });
+    // SAFETY: a row of `EXPAND` holds the 8 entries the load reads.
+    let order = unsafe { _mm256_loadu_si256(EXPAND[mask].as_ptr().cast()) };
+    let fill = _mm256_permutevar8x32_epi32(next, order);
+    *pos += 2 * mask.count_ones() as usize;
+    _mm256_blendv_epi8(x, _mm256_or_si256(_mm256_slli_epi32::<16>(x), fill), need)
+}
+}
 
 crate::simd::avx2! {
 /// `groups_avx512` with AVX2: groups of `8 R` ways in `R` registers of 8 ways.
@@ -71,17 +95,9 @@ pub(super) fn groups<const R: usize>(
                 $active,
                 _mm256_cmpeq_epi32(_mm256_srli_epi32::<16>($xs), zero),
             );
-            let mask = _mm256_movemask_ps(_mm256_castsi256_ps(need)) as usize;
             // SAFETY: a group starts only with `group_bytes` left past `pos`, and a group's
-            // steps take at most 16 bytes each, which this load reads.
-            let next = unsafe { _mm_loadu_si128(data.as_ptr().add(pos).cast()) };
-            let next = _mm256_cvtepu16_epi32(next);
-            // SAFETY: a row of `EXPAND` holds the 8 entries the load reads.
-            let order = unsafe { _mm256_loadu_si256(EXPAND[mask].as_ptr().cast()) };
-            let fill = _mm256_permutevar8x32_epi32(next, order);
-            let refilled = _mm256_or_si256(_mm256_slli_epi32::<16>($xs), fill);
-            $xs = _mm256_blendv_epi8($xs, refilled, need);
-            pos += 2 * mask.count_ones() as usize;
+            // steps take at most 16 bytes each, which the refill reads.
+            $xs = unsafe { refill($xs, need, data, &mut pos) };
         }};
     }
     let mut done = 0;
@@ -361,17 +377,9 @@ pub(super) fn adaptive(
                 _mm256_sub_epi32(slot[r], _mm256_and_si256(d, low16)),
             );
             let need = _mm256_cmpeq_epi32(_mm256_srli_epi32::<16>(y), zero);
-            let m = _mm256_movemask_ps(_mm256_castsi256_ps(need)) as usize;
             // SAFETY: the loop runs only with 32 bytes left past `pos`, and the two halves'
             // refills take at most 16 each.
-            let next = unsafe { _mm_loadu_si128(data.as_ptr().add(pos).cast()) };
-            let next = _mm256_cvtepu16_epi32(next);
-            // SAFETY: a row of `EXPAND` holds the 8 entries the load reads.
-            let order = unsafe { _mm256_loadu_si256(EXPAND[m].as_ptr().cast()) };
-            let fill = _mm256_permutevar8x32_epi32(next, order);
-            let refilled = _mm256_or_si256(_mm256_slli_epi32::<16>(y), fill);
-            xs[r] = _mm256_blendv_epi8(y, refilled, need);
-            pos += 2 * m.count_ones() as usize;
+            xs[r] = unsafe { refill(y, need, data, &mut pos) };
         }
         // Symbols are below 2^16, so the saturating pack keeps them whole.
         let packed = _mm256_packus_epi32(s[0], s[1]);

@@ -6,7 +6,7 @@
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 #[cfg(target_arch = "x86_64")]
-pub(super) use avx2::EXPAND;
+pub(super) use avx2::refill;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 
