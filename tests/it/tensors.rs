@@ -453,12 +453,31 @@ fn to_fp8(x: f32, mantissa: u32, bias: i32, max: f32) -> u8 {
     sign | ((e + bias) as u8) << mantissa | m.min((1 << mantissa) - 1)
 }
 
+/// MiniLM layer 0's f32 tensors (name, shape, values), in name order.
+fn minilm_f32() -> Vec<(String, Vec<usize>, Vec<f32>)> {
+    let src = fs::read(corpora().join("tensors/minilm-layer0.f32.safetensors")).unwrap();
+    let st = ::safetensors::SafeTensors::deserialize(&src).unwrap();
+    let mut names: Vec<String> = st.names().into_iter().map(String::from).collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|name| {
+            let t = st.tensor(&name).unwrap();
+            let values = t
+                .data()
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            (name, t.shape().to_vec(), values)
+        })
+        .collect()
+}
+
 #[test]
 fn fp8_casts_of_real_weights_take_the_tensor_path_and_shrink() {
     // MiniLM's f32 weights cast to fp8 with a per-tensor scale (largest magnitude to fp8's
     // largest), as fp8 checkpoints are made, each tensor beside its f32 scale.
-    let src = fs::read(corpora().join("tensors/minilm-layer0.f32.safetensors")).unwrap();
-    let st = ::safetensors::SafeTensors::deserialize(&src).unwrap();
+    let tensors = minilm_f32();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     for (tag, mantissa, bias, max, most) in [
@@ -466,15 +485,7 @@ fn fp8_casts_of_real_weights_take_the_tensor_path_and_shrink() {
         ("F8_E5M2", 2, 15, 57344.0, 75),
     ] {
         let (mut header, mut data) = (Vec::new(), Vec::new());
-        let mut names: Vec<String> = st.names().into_iter().map(String::from).collect();
-        names.sort();
-        for name in names {
-            let t = st.tensor(&name).unwrap();
-            let values: Vec<f32> = t
-                .data()
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect();
+        for (name, shape, values) in &tensors {
             let amax = values.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-30);
             let scale = amax / max;
             let start = data.len();
@@ -483,7 +494,7 @@ fn fp8_casts_of_real_weights_take_the_tensor_path_and_shrink() {
                     .iter()
                     .map(|&v| to_fp8(v / scale, mantissa, bias, max)),
             );
-            let shape: Vec<String> = t.shape().iter().map(|s| s.to_string()).collect();
+            let shape: Vec<String> = shape.iter().map(|s| s.to_string()).collect();
             header.push(format!(
                 "\"{name}\":{{\"dtype\":\"{tag}\",\"shape\":[{}],\"data_offsets\":[{start},{}]}}",
                 shape.join(","),
@@ -514,27 +525,18 @@ fn int8_and_packed_int4_weights_take_the_byte_table_codec() {
     // MiniLM's 2-D f32 weights quantized per row (largest magnitude to 127, or to 7 for int4
     // packed two to a byte), each beside its f32 row scales, as weight-only quantized
     // checkpoints hold them.
-    let src = fs::read(corpora().join("tensors/minilm-layer0.f32.safetensors")).unwrap();
-    let st = ::safetensors::SafeTensors::deserialize(&src).unwrap();
+    let tensors = minilm_f32();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     for (tag, top) in [("I8", 127f32), ("U8", 7.0)] {
         let (mut header, mut data) = (Vec::new(), Vec::new());
-        let mut names: Vec<String> = st.names().into_iter().map(String::from).collect();
-        names.sort();
-        for name in names {
-            let t = st.tensor(&name).unwrap();
-            let [rows, cols] = t.shape() else {
+        for (name, shape, values) in &tensors {
+            let [rows, cols] = shape[..] else {
                 continue;
             };
-            let values: Vec<f32> = t
-                .data()
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect();
             let start = data.len();
             let mut scales = Vec::new();
-            for row in values.chunks(*cols) {
+            for row in values.chunks(cols) {
                 let scale = row.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-30) / top;
                 let q: Vec<i8> = row.iter().map(|&v| (v / scale).round() as i8).collect();
                 match tag {
@@ -546,7 +548,7 @@ fn int8_and_packed_int4_weights_take_the_byte_table_codec() {
                 }
                 scales.extend_from_slice(&scale.to_le_bytes());
             }
-            let width = if tag == "I8" { *cols } else { cols / 2 };
+            let width = if tag == "I8" { cols } else { cols / 2 };
             header.push(format!(
                 "\"{name}\":{{\"dtype\":\"{tag}\",\"shape\":[{rows},{width}],\"data_offsets\":[{start},{}]}}",
                 data.len()
