@@ -2,8 +2,9 @@
 //! the whole predictor, the binary range coder and the tensor path.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use sep::internals::codecs::neural::lanes::Lanes;
-use sep::internals::codecs::neural::{self, Backbone, NetConfig, Network, Params, Trace};
+use sep::internals::codecs::cm::{self, Params};
+use sep::internals::codecs::lanes::Lanes;
+use sep::internals::codecs::net::{Backbone, NetConfig, Network, Trace};
 use sep::internals::engine::kernels::{matmul_acc, outer_acc};
 use sep::internals::entropy::BitEncoder;
 use sep::internals::simd::{set_level, Level};
@@ -115,7 +116,7 @@ fn model(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(block.len() as u64));
     g.bench_function("predictor+coder encode, 256 KiB block", |b| {
         b.iter(|| {
-            neural::encode(block, Params::default(), None, Default::default(), &|_| {})
+            cm::encode(block, Params::default(), None, Default::default(), &|_| {})
                 .0
                 .len()
         })

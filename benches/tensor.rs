@@ -11,8 +11,8 @@
 //! also times zstd at that level on the same data and thread, and gives sep's speeds as multiples
 //! of its.
 
-use sep::internals::choice::detect::{layout, Kind};
 use sep::internals::codecs::float::{decode, encode};
+use sep::internals::containers::{layout, Kind};
 use sep::{DType, SimdLevel};
 use std::time::Instant;
 

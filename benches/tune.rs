@@ -1,9 +1,10 @@
-//! The neural codec's tuning harness: codes files with parameters from the environment and
+//! The context-mixing codec's tuning harness: codes files with parameters from the environment and
 //! prints sizes. `cargo bench --bench tune -- FILE...` (env: SEP_LEVEL, the level whose model
 //! is the start, default 6; SEP_LANES, SEP_MIN_LANE, SEP_MIX_LR, SEP_HIDDEN). Encode only; the
 //! round trip is covered by the tests and the corpus bench.
 
-use sep::internals::codecs::neural::{self, Backbone, NeuralConfig};
+use sep::internals::codecs::cm::{self, CmConfig};
+use sep::Backbone;
 use std::time::Instant;
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -14,8 +15,8 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 }
 
 fn main() {
-    let level = env_or("SEP_LEVEL", neural::DEFAULT_LEVEL);
-    let mut cfg = NeuralConfig::for_level(level, Backbone::Pac).params;
+    let level = env_or("SEP_LEVEL", cm::DEFAULT_LEVEL);
+    let mut cfg = CmConfig::for_level(level, Backbone::Pac).params;
     cfg.max_lanes = env_or("SEP_LANES", cfg.max_lanes);
     cfg.min_lane = env_or("SEP_MIN_LANE", cfg.min_lane);
     cfg.mix_lr = env_or("SEP_MIX_LR", cfg.mix_lr);
@@ -27,7 +28,7 @@ fn main() {
     for path in std::env::args().skip(1).filter(|a| !a.starts_with("--")) {
         let data = std::fs::read(&path).expect("read input");
         let t = Instant::now();
-        let (payload, _) = neural::encode(&data, cfg, None, Default::default(), &|_| {});
+        let (payload, _) = cm::encode(&data, cfg, None, Default::default(), &|_| {});
         let secs = t.elapsed().as_secs_f64();
         total += payload.len();
         println!(

@@ -3,8 +3,8 @@
 //!
 //! `cargo run --release --example network_bpc -- FILE pac|trace WIDTH LR_1E5 [WINDOW]`
 
-use sep::internals::codecs::neural::lanes::Lanes;
-use sep::internals::codecs::neural::{Backbone, NetConfig, Network, Trace};
+use sep::internals::codecs::lanes::Lanes;
+use sep::internals::codecs::net::{Backbone, NetConfig, Network, Trace};
 
 fn main() -> Result<(), String> {
     let usage = "usage: network_bpc FILE pac|trace WIDTH LR_1E5 [WINDOW]";

@@ -5,7 +5,7 @@ target of its codec.
 Usage: python3 scripts/fuzz_seeds.py OUT_DIR"""
 import glob, os, struct, sys
 
-CODECS = ["stored", "neural", "zstd", "planes", "tensor-header", "recent", "scaled", "repeated", "copies", "swapped", "field", "lzma", "delta", "bytes"]
+CODECS = ["stored", "cm", "zstd", "planes", "tensor-header", "recent", "scaled", "repeated", "copies", "swapped", "field", "lzma", "delta", "bytes"]
 ARCHIVE_TARGETS = ["archive-bytes", "archive-vec", "archive-stream", "inspect"]
 
 def blocks(a):

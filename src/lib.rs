@@ -24,6 +24,7 @@
 
 mod choice;
 mod codecs;
+mod containers;
 mod engine;
 mod entropy;
 mod error;
@@ -34,13 +35,14 @@ mod simd;
 mod testing;
 
 pub use choice::base::Base;
+pub use codecs::cm::{Pack, DEFAULT_LEVEL, LEVELS};
 pub use codecs::float::DType;
-pub use codecs::neural::{Backbone, Pack, DEFAULT_LEVEL, LEVELS};
+pub use codecs::net::Backbone;
 pub use error::{Error, Result};
 pub use format::{Codec, Part};
 pub use simd::Level as SimdLevel;
 
-use codecs::neural::NeuralConfig;
+use codecs::cm::CmConfig;
 use format::{Header, Trailer};
 use pipeline::{InMemory, Known, Streamed};
 pub use pipeline::{Options, PackChoice, Stats, DEFAULT_BLOCK_SIZE, DEFAULT_MEMORY};
@@ -71,17 +73,17 @@ fn compress_stream(
         ..Known::default()
     };
     if opts.dtype.is_some() {
-        let neural = opts.neural_for(&[], &known)?;
-        return pipeline::compress(&mut Streamed(input), &mut output, opts, &neural, known);
+        let cm = opts.cm_for(&[], &known)?;
+        return pipeline::compress(&mut Streamed(input), &mut output, opts, &cm, known);
     }
-    let (mut head, layout) = choice::detect::sniff_stream(&mut input)?;
+    let (mut head, layout) = containers::sniff_stream(&mut input)?;
     known.layout = layout;
     // The start the text pack is chosen by, as `compress_whole` sees it.
-    let more = choice::detect::TEXT_HEAD.saturating_sub(head.len());
+    let more = choice::text::TEXT_HEAD.saturating_sub(head.len());
     input.by_ref().take(more as u64).read_to_end(&mut head)?;
-    let neural = opts.neural_for(&head, &known)?;
+    let cm = opts.cm_for(&head, &known)?;
     let mut input = Streamed(head.as_slice().chain(input));
-    pipeline::compress(&mut input, &mut output, opts, &neural, known)
+    pipeline::compress(&mut input, &mut output, opts, &cm, known)
 }
 
 /// Compresses `input`, whole in memory, into a complete archive on `output`, coding its blocks
@@ -104,8 +106,8 @@ fn compress_whole(
     opts: &Options,
 ) -> Result<Stats> {
     let known = Known::whole(bytes, opts);
-    let neural = opts.neural_for(bytes, &known)?;
-    pipeline::compress(&mut source, &mut output, opts, &neural, known)
+    let cm = opts.cm_for(bytes, &known)?;
+    pipeline::compress(&mut source, &mut output, opts, &cm, known)
 }
 
 /// Decompresses a complete archive from `input` onto `output`, verifying every checksum.
@@ -178,7 +180,7 @@ pub struct PackSpec {
 /// from every byte, as when compressing, and its learnt state is the pack. Returns the pack
 /// file's bytes.
 pub fn pretrain(data: &[u8], spec: &PackSpec, progress: &(dyn Fn(u64) + Sync)) -> Result<Vec<u8>> {
-    use codecs::neural::{pack, Geometry};
+    use codecs::cm::{pack, Geometry};
     if spec.name.is_empty() || spec.name.len() > pack::NAME_MAX {
         return Err(Error::InvalidOption(format!(
             "a pack's name must be 1..={} bytes",
@@ -195,7 +197,7 @@ pub fn pretrain(data: &[u8], spec: &PackSpec, progress: &(dyn Fn(u64) + Sync)) -
     if !LEVELS.contains(&spec.level) {
         return Err(Error::InvalidOption(format!("no level {}", spec.level)));
     }
-    let config = NeuralConfig::for_level(spec.level, spec.backbone);
+    let config = CmConfig::for_level(spec.level, spec.backbone);
     if config.params.fast {
         return Err(Error::InvalidOption(
             "level 1 (the fast predictor) takes no pack".into(),
@@ -214,7 +216,7 @@ pub fn pretrain(data: &[u8], spec: &PackSpec, progress: &(dyn Fn(u64) + Sync)) -
             pack::HISTORY_MAX
         )));
     }
-    let state = codecs::neural::train(data, config.params, geometry, spec.history, progress);
+    let state = codecs::cm::train(data, config.params, geometry, spec.history, progress);
     Pack::to_file(
         &spec.name,
         &spec.kind,
@@ -251,9 +253,9 @@ pub struct Info {
     pub level: u8,
     /// Where its bytes sit in a larger input, if it is a part (`compress_part`).
     pub part: Option<Part>,
-    /// The neural codec's configuration, described.
-    pub neural: String,
-    /// The pack the neural codec's blocks start from, if any: its name and SHA-256 (hex).
+    /// The context-mixing codec's configuration, described.
+    pub cm: String,
+    /// The pack the context-mixing codec's blocks start from, if any: its name and SHA-256 (hex).
     pub pack: Option<(String, String)>,
     /// The base file its delta blocks were coded against (`--patch-from`), if any: its length
     /// and SHA-256 (hex).
@@ -285,7 +287,7 @@ pub struct BlockInfo {
 /// Reads the header and block table of a seekable archive without decoding any block.
 pub fn inspect(mut input: impl Read + Seek) -> Result<Info> {
     let (header, header_len) = Header::read(&mut input)?;
-    let (neural, pack) = NeuralConfig::from_bytes(&header.neural_config)?;
+    let (cm, pack) = CmConfig::from_bytes(&header.cm_config)?;
     let trailer = Trailer::read_from_end(&mut input)?;
     let archive_bytes = input.seek(std::io::SeekFrom::End(0))?;
     trailer.check_table(header_len, archive_bytes - trailer.encoded_len())?;
@@ -293,9 +295,9 @@ pub fn inspect(mut input: impl Read + Seek) -> Result<Info> {
         version: header.version,
         engine_version: header.engine_version,
         block_size: header.block_size,
-        level: neural.level,
+        level: cm.level,
         part: header.part,
-        neural: neural.describe(),
+        cm: cm.describe(),
         pack: pack.map(|p| (p.name.clone(), p.hex())),
         base: header
             .base
@@ -325,6 +327,9 @@ pub mod internals {
     }
     pub mod codecs {
         pub use crate::codecs::*;
+    }
+    pub mod containers {
+        pub use crate::containers::*;
     }
     pub mod engine {
         pub use crate::engine::*;
@@ -368,7 +373,7 @@ pub mod internals {
             "layout" => {
                 // An input to compress: its containers found (safetensors, .npy, .npz, GGUF,
                 // ONNX, CTranslate2, PyTorch), their parts covering it exactly.
-                let parts = crate::choice::detect::layout(data, None);
+                let parts = crate::containers::layout(data, None);
                 let total: u64 = parts.iter().map(|p| p.len).sum();
                 assert_eq!(
                     total,
@@ -379,7 +384,7 @@ pub mod internals {
             "pack" => {
                 // A pack file as `--pack` reads it, then fitted to the default level's model.
                 if let Ok(p) = crate::Pack::from_file(data) {
-                    let config = crate::codecs::neural::NeuralConfig::default();
+                    let config = crate::codecs::cm::CmConfig::default();
                     let _ = config.attach(std::sync::Arc::new(p));
                 }
             }
@@ -404,14 +409,14 @@ pub mod internals {
                     return;
                 };
                 let raw_len = u32::from_le_bytes([*a, *b, *c, *d]) as usize % (4 << 20);
-                // As a record is checked before its payload reaches a decoder; the neural
+                // As a record is checked before its payload reaches a decoder; the context-mixing
                 // codec's blocks (and the field codec's, which hold one) kept short, which its decode speed makes slow to fuzz, and
                 // cut into short lanes so that short blocks reach the lane paths; odd lengths
                 // decode with the fastest level's model, even ones with the default's.
-                let neural = matches!(codec, crate::Codec::Neural | crate::Codec::Field);
+                let mixing = matches!(codec, crate::Codec::Cm | crate::Codec::Field);
                 if raw_len == 0
-                    || neural && !crate::format::neural_fits(raw_len as u64, payload.len() as u64)
-                    || neural && raw_len > 1 << 13
+                    || mixing && !crate::format::cm_fits(raw_len as u64, payload.len() as u64)
+                    || mixing && raw_len > 1 << 13
                 {
                     return;
                 }
@@ -419,16 +424,15 @@ pub mod internals {
                     1 => *crate::LEVELS.start(),
                     _ => crate::DEFAULT_LEVEL,
                 };
-                let mut neural =
-                    crate::codecs::neural::NeuralConfig::for_level(level, <_>::default());
-                neural.params.min_lane = 512;
-                let backend = crate::codecs::neural::CpuBackend::default();
+                let mut cm = crate::codecs::cm::CmConfig::for_level(level, <_>::default());
+                cm.params.min_lane = 512;
+                let backend = crate::codecs::cm::CpuBackend::default();
                 // A base for delta blocks: 64 KiB of varied bytes.
                 let base: Vec<u8> = (0..1u32 << 16)
                     .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
                     .collect();
                 let decoder = crate::codecs::Decoder {
-                    neural: &neural,
+                    cm: &cm,
                     backend: &backend,
                     progress: &|_| {},
                     base: Some(&base),

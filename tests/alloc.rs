@@ -1,7 +1,7 @@
 //! The pipeline allocates its model tables once per worker, not per block and never per step.
 //! (One test in this binary, so the global allocation counters see nothing else.)
 
-use sep::internals::codecs::neural::{Backend, CpuBackend, NeuralConfig};
+use sep::internals::codecs::cm::{Backend, CmConfig, CpuBackend};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -63,7 +63,7 @@ fn workspaces_are_reused_across_blocks_and_steps_do_not_allocate() {
     };
     let blocks: Vec<Vec<u8>> = (1..=3).map(make).collect();
     let backend = CpuBackend::default();
-    let model = NeuralConfig::default();
+    let model = CmConfig::default();
     let mut payloads = Vec::new();
     let mut stats = Vec::new();
     for b in &blocks {

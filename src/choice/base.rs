@@ -5,8 +5,8 @@
 //! by their float arrays in order, where both files hold the same sequence of array types and
 //! lengths.
 
-use super::detect::{Kind, Segment};
 use crate::codecs::float::DType;
+use crate::containers::{Kind, Segment};
 use crate::format::checksum::hex;
 use crate::format::BaseId;
 use sha2::{Digest, Sha256};
@@ -62,7 +62,7 @@ impl Base {
     pub fn spans(&self, new: &[u8], layout: &[Segment], dtype: Option<DType>) -> Vec<Span> {
         match (tensors(new), tensors(self.bytes())) {
             (Some(new), Some(old)) => by_name(&new, &old),
-            _ => by_order(layout, &super::detect::layout(self.bytes(), dtype)),
+            _ => by_order(layout, &crate::containers::layout(self.bytes(), dtype)),
         }
     }
 }
@@ -154,7 +154,7 @@ fn tensors(data: &[u8]) -> Option<Vec<Tensor>> {
     let mut out: Vec<Tensor> = meta
         .tensors()
         .into_iter()
-        .filter(|(_, t)| super::detect::is_float(t.dtype))
+        .filter(|(_, t)| crate::containers::is_float(t.dtype))
         .map(|(name, t)| Tensor {
             name,
             dtype: t.dtype,
@@ -170,8 +170,8 @@ fn tensors(data: &[u8]) -> Option<Vec<Tensor>> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::detect::layout;
     use super::*;
+    use crate::containers::layout;
 
     #[test]
     fn spans_are_found_merged_and_looked_up() {

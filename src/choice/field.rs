@@ -5,8 +5,8 @@
 //! row width and byte layout searched, the shapes tried on a slice with the fast predictor,
 //! and the best checked with the block's own model.
 
+use crate::codecs::cm::{Backend, CmConfig, DEFAULT_LEVEL};
 use crate::codecs::field::{self, zigzag, Shape};
-use crate::codecs::neural::{Backend, NeuralConfig, DEFAULT_LEVEL};
 
 /// Values in the middle of a block that the smoothness test and the width search look at.
 const PROBE: usize = 16 << 10;
@@ -145,27 +145,27 @@ pub fn candidates(data: &[u8]) -> Vec<Shape> {
 /// The model that codes a field's residuals, for a block whose model is `model`: up to the
 /// default level, whose speed is bounded, lean mixing (on residuals it takes a few percent
 /// more bytes and about 40% less time), beyond it the block's own.
-pub fn residual_model(model: &NeuralConfig) -> NeuralConfig {
+pub fn residual_model(model: &CmConfig) -> CmConfig {
     match model.level <= DEFAULT_LEVEL {
         true => model.without_pack().leaned(),
         false => model.without_pack(),
     }
 }
 
-/// The shape in which the field codec promises to beat the neural codec's `model` on `data`,
+/// The shape in which the field codec promises to beat the context-mixing codec's `model` on `data`,
 /// or `None`: the candidates tried on a slice with the fast predictor, and the best of each
 /// value size checked on smaller slices, its residuals with the model that would code them
 /// and the slices as they are with `model` itself (the fast predictor favours residuals on
 /// some blocks that the full model codes better as they are, and one size over the other on
 /// some that it does not).
-pub fn choose(data: &[u8], backend: &dyn Backend, model: &NeuralConfig) -> Option<Shape> {
+pub fn choose(data: &[u8], backend: &dyn Backend, model: &CmConfig) -> Option<Shape> {
     let shapes = candidates(data);
     if shapes.is_empty() {
         return None;
     }
-    let size = |bytes: &[u8], model: &NeuralConfig| backend.encode(bytes, model, &|_| {}).len();
+    let size = |bytes: &[u8], model: &CmConfig| backend.encode(bytes, model, &|_| {}).len();
     let slice = middle(data, TRIAL.min(data.len() / 4).max(MIN_SLICE));
-    let fast = NeuralConfig::for_level(1, <_>::default());
+    let fast = CmConfig::for_level(1, <_>::default());
     let plain = size(slice, &fast);
     let tried: Vec<(Shape, usize)> = shapes
         .into_iter()
@@ -195,17 +195,14 @@ pub fn choose(data: &[u8], backend: &dyn Backend, model: &NeuralConfig) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codecs::neural::CpuBackend;
+    use crate::codecs::cm::CpuBackend;
 
     #[test]
     fn residuals_mix_leanly_up_to_the_default_level() {
-        let at = |level| residual_model(&NeuralConfig::for_level(level, <_>::default()));
+        let at = |level| residual_model(&CmConfig::for_level(level, <_>::default()));
         assert!(at(DEFAULT_LEVEL).params.lean && at(3).params.lean);
         assert!(!at(7).params.lean && !at(9).params.lean);
-        assert_eq!(
-            at(9).params,
-            NeuralConfig::for_level(9, <_>::default()).params
-        );
+        assert_eq!(at(9).params, CmConfig::for_level(9, <_>::default()).params);
     }
 
     #[test]
@@ -215,7 +212,7 @@ mod tests {
         assert!(shapes.iter().all(|s| s.big_endian));
         assert!(shapes.iter().any(|s| s.width == 150), "{shapes:?}");
         let backend = CpuBackend::default();
-        let model = NeuralConfig::default();
+        let model = CmConfig::default();
         assert!(choose(&field, &backend, &model).is_some());
         let le = crate::testing::smooth_field(300, 150, false);
         assert!(candidates(&le).iter().all(|s| !s.big_endian));

@@ -1,28 +1,23 @@
 //! Which codec a block gets. Each candidate's size is predicted from a cheap look at the block
 //! (a zstd pass and an order-0 entropy over a sample; the planes codec itself, which is fast),
-//! and the slow neural model is only run where its predicted gain pays for its time: never in
+//! and the slow context-mixing model is only run where its predicted gain pays for its time: never in
 //! a file with tensors, whose speed is the tensor path's.
 
 pub mod base;
-mod ct2;
-pub mod detect;
 mod field;
-mod gguf;
-mod onnx;
-mod pickle;
 mod sample;
-mod torch;
+pub mod text;
 
-pub use sample::neural_predicted;
+pub use sample::cm_predicted;
 
+use crate::codecs::cm::{Backend, CmConfig};
 use crate::codecs::float::{self, DType};
 use crate::codecs::lzma::{Effort, Literals};
-use crate::codecs::neural::{Backend, NeuralConfig};
 use crate::codecs::{self, zstd as zstd_codec, ProgressFn};
-use crate::format::{neural_fits, Codec};
-use detect::Kind;
+use crate::containers::Kind;
+use crate::format::{cm_fits, Codec};
 use sample::{
-    aligned_sample, float_guess, repeats, sample, zstd_fraction, Guess, Prediction, NEURAL_MIN_GAIN,
+    aligned_sample, float_guess, repeats, sample, zstd_fraction, Guess, Prediction, CM_MIN_GAIN,
 };
 
 /// zstd level of the fast general codec.
@@ -65,11 +60,11 @@ const COPIES_MARGIN: f64 = 0.5;
 /// theirs (blocks coded at `ZSTD_STRONG`, and others).
 const COPIES_REACH_STRONG: f64 = 2.0;
 const COPIES_REACH: f64 = 1.25;
-/// LZMA is tried on a neural block that the neural codec made under `1 / LZMA_SHARE` of its
-/// size: where LZMA won (masked ocean grids, tables of strings: 9-17x), the neural codec made
+/// LZMA is tried on a context-mixing block that the context-mixing codec made under `1 / LZMA_SHARE` of its
+/// size: where LZMA won (masked ocean grids, tables of strings: 9-17x), the context-mixing codec made
 /// more than 9x; on text and code (3-5x) it never wins.
 const LZMA_SHARE: usize = 5;
-/// ... and where LZMA could make the block under what the neural codec made, if it made this
+/// ... and where LZMA could make the block under what the context-mixing codec made, if it made this
 /// share of the size predicted for zstd from the sample (measured: 0.37-0.75).
 const LZMA_REACH: f64 = 0.5;
 /// Fewest bytes of a general block in a tensor file on which LZMA is tried after zstd however
@@ -87,7 +82,7 @@ const SCALED_MARGIN: f64 = 0.8;
 /// of each float type (`float_guess`).
 const GUESS_MIN: usize = 16 << 10;
 /// Added to the share of a general block's sample that the planes codec makes (`float_guess`)
-/// before the neural codec's predicted share is set against it: a margin for that prediction,
+/// before the context-mixing codec's predicted share is set against it: a margin for that prediction,
 /// which is pessimistic (raw PP-OCRv4 det f32 weights: predicted 0.919, made 0.841, the tensor
 /// codec 0.839; binary/geo, 32-bit floats of another format: predicted 0.627, made 0.443,
 /// where the planes codec's sample made 0.610).
@@ -98,13 +93,13 @@ const DELTA_SURE: f64 = 0.4;
 /// How much larger than the planes codec's the byte-table codec's payload of an fp8 block may
 /// be and still be chosen (it decodes about three times as fast).
 const BYTES_MARGIN: f64 = 0.01;
-/// Bytes from the middle of a block that `neural_trial` codes.
-const NEURAL_TRIAL: usize = 16 << 10;
+/// Bytes from the middle of a block that `cm_trial` codes.
+const CM_TRIAL: usize = 16 << 10;
 
-/// The fraction of a slice from the middle of `data` (at least `NEURAL_TRIAL` bytes long)
-/// that the neural codec's `model` makes of it, starting fresh.
-fn neural_trial(data: &[u8], backend: &dyn Backend, model: &NeuralConfig) -> f64 {
-    let len = NEURAL_TRIAL.min(data.len());
+/// The fraction of a slice from the middle of `data` (at least `CM_TRIAL` bytes long)
+/// that the context-mixing codec's `model` makes of it, starting fresh.
+fn cm_trial(data: &[u8], backend: &dyn Backend, model: &CmConfig) -> f64 {
+    let len = CM_TRIAL.min(data.len());
     let at = ((data.len() - len) / 2) & !7;
     let slice = &data[at..at + len];
     backend.encode(slice, &model.without_pack(), &|_| {}).len() as f64 / len.max(1) as f64
@@ -112,7 +107,7 @@ fn neural_trial(data: &[u8], backend: &dyn Backend, model: &NeuralConfig) -> f64
 
 /// How far under its order-0 entropy zstd may take a sample that still counts as showing no
 /// structure beyond its values' statistics (raw trained weights: zstd 0.4-0.7% above it; the
-/// middle of each file of the binary corpora, whose structure the neural codec finds: 4%
+/// middle of each file of the binary corpora, whose structure the context-mixing codec finds: 4%
 /// (binary/geo) to 74% under).
 const FLAT: f64 = 0.01;
 
@@ -197,7 +192,7 @@ pub fn code_block(
     data: &[u8],
     place: Place,
     backend: &dyn Backend,
-    neural: &NeuralConfig,
+    cm: &CmConfig,
     progress: ProgressFn,
     mut spare: Vec<u8>,
 ) -> (Codec, Vec<u8>) {
@@ -362,7 +357,7 @@ pub fn code_block(
             // magnitudes, a table) are LZMA's, whose literals see the previous byte; above its
             // range, zstd's where the sample's windows repeat and its level-9 size promises less.
             if (LZMA_TENSOR_MIN..=STRONG_MAX).contains(&data.len()) {
-                if !neural.params.fast {
+                if !cm.params.fast {
                     lzma(data, &mut best, Effort::Quick);
                 }
             } else {
@@ -395,16 +390,16 @@ pub fn code_block(
             // Floats with no header to say so (a raw dump, a checkpoint's tensor storages):
             // where the middle of the block shows nothing beyond its values' statistics (zstd
             // finds no more than their order-0 entropy) and the planes codec, its sample size
-            // taken `GUESS_HANDICAP` larger, counts as one more fast codec that the neural
-            // model is not predicted to beat, the neural codec is skipped (trained weights). The
+            // taken `GUESS_HANDICAP` larger, counts as one more fast codec that the context-mixing
+            // model is not predicted to beat, the context-mixing codec is skipped (trained weights). The
             // middle, because a block's edges may hold a header (a checkpoint's pickle, an
             // archive's directory) that the general sample sees much of.
             // The floats are only guessed where they can decide: the middle is flat, or the
-            // neural model is not predicted to run anyway (a text goes to it without them).
+            // context-mixing model is not predicted to run anyway (a text goes to it without them).
             let middle = (!tensor_file && data.len() >= GUESS_MIN).then(|| aligned_sample(data));
             let centre = middle.as_deref().map(Prediction::of_sample);
             let flat = centre.as_ref().is_some_and(|c| c.zstd >= c.order0 - FLAT);
-            let predicted = p.worth_neural();
+            let predicted = p.worth_cm();
             let floats = match &middle {
                 Some(s) if flat || !predicted => float_guess(s),
                 _ => None,
@@ -414,26 +409,26 @@ pub fn code_block(
             // integers that the planes codec takes for floats: the model sees each high
             // byte's neighbours; trained weights stay with the planes codec), if the model
             // makes the slice smaller at all (random bytes stay stored).
-            let worth_neural = match (floats, &centre) {
+            let worth_cm = match (floats, &centre) {
                 (Some((_, fraction)), Some(c))
-                    if flat && !c.worth_neural_against(fraction + GUESS_HANDICAP) =>
+                    if flat && !c.worth_cm_against(fraction + GUESS_HANDICAP) =>
                 {
-                    neural_trial(data, backend, neural) < fraction.min(1.0 - NEURAL_MIN_GAIN)
+                    cm_trial(data, backend, cm) < fraction.min(1.0 - CM_MIN_GAIN)
                 }
                 _ => predicted,
             };
-            // Smooth 32-bit fields (a climate model's output) as residuals for the neural
-            // codec, where trials on slices promise more than the neural codec on the block
+            // Smooth 32-bit fields (a climate model's output) as residuals for the context-mixing
+            // codec, where trials on slices promise more than the context-mixing codec on the block
             // itself; the float codecs below still compete. Not at the fastest level, whose
             // blocks the trials would take longer than.
-            let shape = match !tensor_file && !neural.params.fast && data.len() >= GUESS_MIN {
-                true => field::choose(data, backend, neural),
+            let shape = match !tensor_file && !cm.params.fast && data.len() >= GUESS_MIN {
+                true => field::choose(data, backend, cm),
                 false => None,
             };
             if let Some(shape) = shape {
-                let model = field::residual_model(neural);
+                let model = field::residual_model(cm);
                 let payload = codecs::field::encode(data, shape, backend, &model, progress);
-                if neural_fits(data.len() as u64, payload.len() as u64) {
+                if cm_fits(data.len() as u64, payload.len() as u64) {
                     best.consider(Codec::Field, payload);
                 }
             }
@@ -442,24 +437,24 @@ pub fn code_block(
                 Some(_) => &|_| {},
                 None => progress,
             };
-            // Never in a file with tensors: the neural codec (~60 KB/s per core) would set its
+            // Never in a file with tensors: the context-mixing codec (~60 KB/s per core) would set its
             // speed (a 1.8 KB header took 6x as long as the 7 MB of weights after it).
-            if !tensor_file && worth_neural && shape.is_none() {
+            if !tensor_file && worth_cm && shape.is_none() {
                 // The automatic pack is for text: other blocks start fresh.
                 let unpacked;
-                let model = match neural.text_only && !detect::looks_like_text(data) {
+                let model = match cm.text_only && !text::looks_like_text(data) {
                     true => {
-                        unpacked = neural.without_pack();
+                        unpacked = cm.without_pack();
                         &unpacked
                     }
-                    false => neural,
+                    false => cm,
                 };
                 let payload = backend.encode(data, model, progress);
-                // A payload holding more than `NEURAL_MAX_RATIO` bytes per byte is refused by
+                // A payload holding more than `CM_MAX_RATIO` bytes per byte is refused by
                 // decoders (it would bound nothing); the codec pads to the limit, and should a
                 // payload still break it, zstd takes the block.
-                match neural_fits(data.len() as u64, payload.len() as u64) {
-                    true => best.consider(Codec::Neural, payload),
+                match cm_fits(data.len() as u64, payload.len() as u64) {
+                    true => best.consider(Codec::Cm, payload),
                     false => {
                         if let Some(z) = zstd_strong(data) {
                             best.consider(Codec::Zstd, z);
@@ -469,7 +464,7 @@ pub fn code_block(
                 // Where the block is very redundant, its long repeats may be an LZ77 coder's,
                 // if even the sample's zstd size predicts LZMA close (not at the fastest level).
                 let zstd_size = p.zstd * data.len() as f64;
-                if !neural.params.fast
+                if !cm.params.fast
                     && LZMA_SHARE * best.len() < data.len()
                     && LZMA_REACH * zstd_size < best.len() as f64
                 {
@@ -494,8 +489,7 @@ pub fn code_block(
                         tensor_file,
                         base: None,
                     };
-                    let (codec, payload) =
-                        code_block(values, place, backend, neural, progress, spare);
+                    let (codec, payload) = code_block(values, place, backend, cm, progress, spare);
                     match (g.big_endian, codec) {
                         (_, Codec::Stored) => {}
                         (false, codec) => best.consider(codec, payload),
@@ -529,7 +523,7 @@ pub fn code_block(
                     true => data.len() <= STRONG_MAX && (repeats || data.len() >= LZMA_TENSOR_MIN),
                     false => repeats,
                 };
-                if best.codec == Codec::Zstd && !neural.params.fast && tried {
+                if best.codec == Codec::Zstd && !cm.params.fast && tried {
                     let effort = match repeats {
                         true => Effort::Strongest,
                         false => Effort::Quick,
@@ -562,7 +556,7 @@ mod tests {
 
     /// `data` coded as a general block outside tensor files, with the default model.
     fn general(data: &[u8]) -> (Codec, Vec<u8>) {
-        let backend = crate::codecs::neural::CpuBackend::default();
+        let backend = crate::codecs::cm::CpuBackend::default();
         code_block(
             data,
             Place {
@@ -571,7 +565,7 @@ mod tests {
                 base: None,
             },
             &backend,
-            &NeuralConfig::default(),
+            &CmConfig::default(),
             &|_| {},
             Vec::new(),
         )
@@ -591,8 +585,8 @@ mod tests {
         let noise: Vec<u8> = (0..200_000).map(|_| xorshift(&mut x) as u8).collect();
         assert!(Prediction::of(&noise).zstd > 0.99);
         assert!(order0(&noise) > 0.99);
-        assert!(!neural_predicted(&noise));
-        assert!(neural_predicted(&text));
+        assert!(!cm_predicted(&noise));
+        assert!(cm_predicted(&text));
         assert_eq!(sample(&noise).len(), SAMPLE);
         assert_eq!(sample(&noise[..100]).len(), 100);
     }
@@ -602,8 +596,8 @@ mod tests {
         // An STFT basis, 258 rows of 256: zstd -19 codes it at ~4x (and takes 30 times as long
         // as the planes codec), the planes codec at ~1.2x, copies of earlier values best.
         let data = crate::testing::stft_basis(256);
-        let backend = crate::codecs::neural::CpuBackend::default();
-        let model = NeuralConfig::default();
+        let backend = crate::codecs::cm::CpuBackend::default();
+        let model = CmConfig::default();
         let kind = Kind::Tensor(DType::F32);
         let (codec, payload) =
             code_block(&data, tensor(kind), &backend, &model, &|_| {}, Vec::new());
@@ -634,8 +628,8 @@ mod tests {
                 })
                 .collect();
             assert!(repeats(&sample(&half), 2) < COPIES_MIN, "{dtype:?}");
-            let backend = crate::codecs::neural::CpuBackend::default();
-            let model = NeuralConfig::default();
+            let backend = crate::codecs::cm::CpuBackend::default();
+            let model = CmConfig::default();
             let kind = Kind::Tensor(dtype);
             let (codec, _) = code_block(&half, tensor(kind), &backend, &model, &|_| {}, Vec::new());
             assert_eq!(codec, Codec::Copies, "{dtype:?}");
@@ -667,10 +661,10 @@ mod tests {
         );
         let p = Prediction::of(&data);
         assert!(
-            p.worth_neural(),
-            "without the guess, the neural codec would run"
+            p.worth_cm(),
+            "without the guess, the context-mixing codec would run"
         );
-        assert!(!p.worth_neural_against(fraction + GUESS_HANDICAP));
+        assert!(!p.worth_cm_against(fraction + GUESS_HANDICAP));
         let (codec, payload) = general(&data);
         assert_eq!(codec, Codec::Planes);
         assert!(payload.len() < data.len() * 9 / 10);
@@ -690,22 +684,22 @@ mod tests {
         assert_eq!(codec, Codec::Swapped);
         assert_eq!(wrapped[..2], [Codec::Planes.tag(), 4]);
         assert_eq!(wrapped[2..], payload[..]);
-        // Text is still predicted to gain from the neural codec over its guess.
+        // Text is still predicted to gain from the context-mixing codec over its guess.
         let text: Vec<u8> = (0..40_000u32)
             .flat_map(|i| format!("line {} of {}; ", i * 7 % 1000, i % 13).into_bytes())
             .collect();
         let guessed = float_guess(&aligned_sample(&text)).map_or(1.0, |g| g.1 + GUESS_HANDICAP);
-        assert!(Prediction::of(&text).worth_neural_against(guessed));
+        assert!(Prediction::of(&text).worth_cm_against(guessed));
         // Sample pieces start at multiples of 8 bytes whatever the length.
         assert_eq!(aligned_sample(&data[..1_000_003]).len(), SAMPLE);
         assert_eq!(aligned_sample(&data[..1003]).len(), 1000);
     }
 
     #[test]
-    fn noisy_16_bit_integers_go_to_the_neural_codec() {
+    fn noisy_16_bit_integers_go_to_the_context_mixing_codec() {
         // A scan's volume of big-endian 16-bit integers, each a smooth signal under noise of
         // about 10 bits: the planes codec, taking them for floats, is what the estimates
-        // expect to win, but the neural codec, seeing each high byte's neighbours, does.
+        // expect to win, but the context-mixing codec, seeing each high byte's neighbours, does.
         let mut x = 5u64;
         let data: Vec<u8> = (0..40_000u32)
             .flat_map(|i| {
@@ -719,15 +713,15 @@ mod tests {
         let (_, fraction) = float_guess(&sample).expect("a guess");
         let centre = Prediction::of_sample(&sample);
         assert!(centre.zstd >= centre.order0 - FLAT, "not flat");
-        assert!(!centre.worth_neural_against(fraction + GUESS_HANDICAP));
+        assert!(!centre.worth_cm_against(fraction + GUESS_HANDICAP));
         let (codec, payload) = general(&data);
-        assert_eq!(codec, Codec::Neural, "{fraction}");
+        assert_eq!(codec, Codec::Cm, "{fraction}");
         assert!((payload.len() as f64) < fraction * data.len() as f64);
         let mut out = Vec::new();
-        let (r, _) = crate::codecs::neural::decode(
+        let (r, _) = crate::codecs::cm::decode(
             &payload,
             data.len(),
-            NeuralConfig::default().params,
+            CmConfig::default().params,
             None,
             Default::default(),
             &|_| {},

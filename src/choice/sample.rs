@@ -10,12 +10,12 @@ use crate::codecs::zstd as zstd_codec;
 /// Bytes of the block looked at to predict sizes (taken as evenly spaced pieces).
 pub(super) const SAMPLE: usize = 64 << 10;
 const PIECES: usize = 4;
-/// The neural codec runs only if its predicted size is smaller than the best fast codec's by
+/// The context-mixing codec runs only if its predicted size is smaller than the best fast codec's by
 /// at least this fraction of the block: it costs ~1000x their time.
-pub(super) const NEURAL_MIN_GAIN: f64 = 0.01;
-/// Share of the redundancy left by zstd that the neural codec is predicted to remove as well
+pub(super) const CM_MIN_GAIN: f64 = 0.01;
+/// Share of the redundancy left by zstd that the context-mixing codec is predicted to remove as well
 /// (measured on the shared corpora: sep's archives are 16% smaller than zstd -19's in total).
-const NEURAL_EXTRA: f64 = 0.15;
+const CM_EXTRA: f64 = 0.15;
 /// What a general block is tried as: an array of a float type, in either byte order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Guess {
@@ -194,21 +194,21 @@ impl Prediction {
         }
     }
 
-    /// Whether the neural codec's predicted size beats the fast codecs' by enough to pay for
+    /// Whether the context-mixing codec's predicted size beats the fast codecs' by enough to pay for
     /// its time.
-    pub(super) fn worth_neural(&self) -> bool {
-        self.worth_neural_against(1.0)
+    pub(super) fn worth_cm(&self) -> bool {
+        self.worth_cm_against(1.0)
     }
 
-    /// `worth_neural`, with one more fast codec predicted to make `other` of the block.
-    pub(super) fn worth_neural_against(&self, other: f64) -> bool {
+    /// `worth_cm`, with one more fast codec predicted to make `other` of the block.
+    pub(super) fn worth_cm_against(&self, other: f64) -> bool {
         let fast = self.zstd.min(other).min(1.0);
-        let neural = 1.0 - (1.0 + NEURAL_EXTRA) * (1.0 - self.zstd.min(self.order0));
-        neural < fast - NEURAL_MIN_GAIN
+        let cm = 1.0 - (1.0 + CM_EXTRA) * (1.0 - self.zstd.min(self.order0));
+        cm < fast - CM_MIN_GAIN
     }
 }
 
-/// Whether a general block holding `data` would be given to the neural codec.
-pub fn neural_predicted(data: &[u8]) -> bool {
-    Prediction::of(data).worth_neural()
+/// Whether a general block holding `data` would be given to the context-mixing codec.
+pub fn cm_predicted(data: &[u8]) -> bool {
+    Prediction::of(data).worth_cm()
 }

@@ -117,7 +117,7 @@ pub fn describe(info: &Info, name: &Path) -> String {
             p.index, p.count, p.start, p.whole_len
         );
     }
-    let _ = writeln!(s, "neural codec:   {}", info.neural);
+    let _ = writeln!(s, "cm codec:       {}", info.cm);
     if let Some((name, hash)) = &info.pack {
         let _ = writeln!(s, "pack:           {name} (sha256 {hash})");
     }

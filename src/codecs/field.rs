@@ -1,6 +1,6 @@
 //! The field codec: a block of 16- or 32-bit values that vary smoothly along rows and down
 //! columns (the fields of a weather or ocean model, a raster, a medical image, a grid of
-//! measurements) is rewritten as the residuals of a plane predictor, which the neural codec
+//! measurements) is rewritten as the residuals of a plane predictor, which the context-mixing codec
 //! then codes. Each value, read in the block's byte order, becomes a key: a 32-bit value an
 //! order-preserving one (floats compare as their keys do), a 16-bit value itself (integers,
 //! whose differences wrap the same signed or not). The key is predicted from its neighbours
@@ -13,9 +13,9 @@
 //! Payload: flags (`u8`: bit 0, values big-endian; bit 1, byte planes; bit 2, 16-bit values;
 //! bits 3-4, bytes before the first value, fewer than a value's; bit 5, the residuals' model
 //! mixes leanly, one mixer and one probability map), row width (`u32`, 1 to `MAX_WIDTH`),
-//! then a neural payload of the residual bytes, as long as the block (FORMAT.md, codec 10).
+//! then a context-mixing payload of the residual bytes, as long as the block (FORMAT.md, codec 10).
 
-use super::neural::{Backend, NeuralConfig};
+use super::cm::{Backend, CmConfig};
 use super::ProgressFn;
 use crate::error::{Error, Result};
 
@@ -171,13 +171,13 @@ pub fn inverse(residuals: &[u8], shape: Shape, out: &mut Vec<u8>) {
     out.extend_from_slice(&residuals[b * n..]);
 }
 
-/// Codes `data` as `shape` says, its residuals with the neural codec's `model` on `backend`
+/// Codes `data` as `shape` says, its residuals with the context-mixing codec's `model` on `backend`
 /// (a lean model is recorded as such: the archive's model may not be).
 pub fn encode(
     data: &[u8],
     shape: Shape,
     backend: &dyn Backend,
-    model: &NeuralConfig,
+    model: &CmConfig,
     progress: ProgressFn,
 ) -> Vec<u8> {
     let flags = (shape.big_endian as u8 * BIG_ENDIAN)
@@ -191,7 +191,7 @@ pub fn encode(
     payload
 }
 
-/// The shape a payload names, whether its residuals' model is lean, and its neural payload.
+/// The shape a payload names, whether its residuals' model is lean, and its context-mixing payload.
 fn parse(payload: &[u8]) -> Result<(Shape, bool, &[u8])> {
     let [flags, a, b, c, d, inner @ ..] = payload else {
         return Err(Error::Truncated("field block"));
@@ -223,7 +223,7 @@ pub fn decode(
     payload: &[u8],
     raw_len: usize,
     backend: &dyn Backend,
-    model: &NeuralConfig,
+    model: &CmConfig,
     progress: ProgressFn,
     out: &mut Vec<u8>,
 ) -> Result<()> {
@@ -242,7 +242,7 @@ pub fn decode(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codecs::neural::CpuBackend;
+    use crate::codecs::cm::CpuBackend;
     use crate::testing::xorshift;
 
     #[test]
@@ -295,7 +295,7 @@ mod tests {
     fn a_smooth_field_round_trips_smaller_than_its_bytes() {
         let field = crate::testing::smooth_field(120, 90, true);
         let backend = CpuBackend::default();
-        let model = NeuralConfig::for_level(1, <_>::default());
+        let model = CmConfig::for_level(1, <_>::default());
         let shape = Shape {
             bytes: 4,
             big_endian: true,
@@ -340,7 +340,7 @@ mod tests {
     fn lean_residuals_decode_with_the_archives_model() {
         let field = crate::testing::smooth_raster(60, 80);
         let backend = CpuBackend::default();
-        let model = NeuralConfig::default();
+        let model = CmConfig::default();
         let shape = Shape {
             bytes: 2,
             big_endian: false,

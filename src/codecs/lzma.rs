@@ -1,6 +1,6 @@
 //! The LZMA codec: liblzma's LZMA2 (its strongest preset, 9 extreme, or a quick one), for
 //! blocks whose long exact repeats an LZ77 coder with a large window codes better than the
-//! neural codec's match model (tables of repeated records, masked grids, metadata of model
+//! context-mixing codec's match model (tables of repeated records, masked grids, metadata of model
 //! files).
 //!
 //! Payload: a raw LZMA2 stream, with no container around it (no header, index or check: the

@@ -1,15 +1,17 @@
 //! The block codecs, one module each, encoder and decoder side by side: `stored`, `zstd`, `lzma`,
-//! `neural` (the predictor that learns while it codes), `field` (smooth 32-bit fields as residuals
-//! for the neural codec), the float codecs under `float`, and `delta` (a tensor against the same
+//! `cm` (context mixing: the predictor that learns while it codes), `net` (the SEP networks it may mix in), `lanes`, `field` (smooth 32-bit fields as residuals
+//! for the context-mixing codec), the float codecs under `float`, and `delta` (a tensor against the same
 //! tensor of an earlier file).
 //! Which codec a block gets is `choice`'s business; here every decoder is reached through one
 //! entry, [`Decoder::decode`], which appends exactly the block's bytes to the caller's buffer.
 
+pub mod cm;
 pub mod delta;
 pub mod field;
 pub mod float;
+pub mod lanes;
 pub mod lzma;
-pub mod neural;
+pub mod net;
 pub mod stored;
 pub mod x86;
 pub mod zstd;
@@ -17,16 +19,16 @@ pub mod zstd;
 use crate::error::{Error, Result};
 use crate::format::checksum::{xxh3_64, Xxh3};
 use crate::format::Codec;
-use neural::{Backend, NeuralConfig};
+use cm::{Backend, CmConfig};
 
 /// Progress callback: called with the number of input bytes just finished.
 pub type ProgressFn<'a> = &'a (dyn Fn(u64) + Sync);
 
 /// What decoding a block needs besides its payload.
 pub struct Decoder<'a> {
-    /// The neural codec's configuration, from the archive header.
-    pub neural: &'a NeuralConfig,
-    /// What runs the neural codec's predictor.
+    /// The context-mixing codec's configuration, from the archive header.
+    pub cm: &'a CmConfig,
+    /// What runs the context-mixing codec's predictor.
     pub backend: &'a dyn Backend,
     /// Told of every block's bytes as they are decoded.
     pub progress: ProgressFn<'a>,
@@ -57,10 +59,9 @@ impl Decoder<'_> {
                 out.extend_from_slice(payload);
                 streamed = Some(raw_hash);
             }
-            Codec::Neural => {
-                self.backend
-                    .decode(payload, raw_len, self.neural, self.progress, out)?
-            }
+            Codec::Cm => self
+                .backend
+                .decode(payload, raw_len, self.cm, self.progress, out)?,
             Codec::Zstd => zstd::decode(payload, raw_len, out)?,
             Codec::Lzma => lzma::decode(payload, raw_len, out)?,
             Codec::Delta => {
@@ -88,14 +89,9 @@ impl Decoder<'_> {
                 })?);
             }
             Codec::Copies => float::copies::decode(payload, raw_len, out)?,
-            Codec::Field => field::decode(
-                payload,
-                raw_len,
-                self.backend,
-                self.neural,
-                self.progress,
-                out,
-            )?,
+            Codec::Field => {
+                field::decode(payload, raw_len, self.backend, self.cm, self.progress, out)?
+            }
             Codec::Swapped => {
                 let [tag, width, inner @ ..] = payload else {
                     return Err(Error::Truncated("swapped block"));
@@ -110,7 +106,7 @@ impl Decoder<'_> {
                 float::swap_order(out.get_mut(start..).unwrap_or_default(), width);
             }
         }
-        if !matches!(codec, Codec::Neural | Codec::Field) {
+        if !matches!(codec, Codec::Cm | Codec::Field) {
             (self.progress)(raw_len as u64);
         }
         let block = out.get(start..).unwrap_or_default();

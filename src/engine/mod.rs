@@ -1,4 +1,4 @@
-//! Deterministic numeric engine of the neural codec's network: its kernels, and the
+//! Deterministic numeric engine of the context-mixing codec's network: its kernels, and the
 //! determinism version archives record.
 //!
 //! Every value that reaches a probability is computed with a fixed operation order, so results

@@ -1,4 +1,4 @@
-//! Entropy coding: a binary range coder (the neural codec's) and interleaved rANS (the float
+//! Entropy coding: a binary range coder (the context-mixing codec's) and interleaved rANS (the float
 //! codecs').
 
 mod range;

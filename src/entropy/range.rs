@@ -1,5 +1,5 @@
 //! Binary range coding through constriction: each bit is coded with the probability the
-//! neural codec's model gives it (a 16-bit P(1), scaled to the coder's 24-bit precision).
+//! context-mixing codec's model gives it (a 16-bit P(1), scaled to the coder's 24-bit precision).
 
 use crate::error::{Error, Result};
 use constriction::stream::model::{DecoderModel, EncoderModel, EntropyModel};

@@ -15,14 +15,14 @@ pub const END_MAGIC: [u8; 4] = [b'S', b'E', b'P', 0x89];
 pub const VERSION: u16 = 2;
 /// Largest block size an archive may declare.
 pub const MAX_BLOCK_SIZE: u64 = 1 << 30;
-/// Most original bytes a neural block may hold per byte of its payload: it bounds the work an
+/// Most original bytes a context-mixing block may hold per byte of its payload: it bounds the work an
 /// archive can ask of the slowest decoder (about 10 µs a byte) by its size.
-pub const NEURAL_MAX_RATIO: u64 = 128;
+pub const CM_MAX_RATIO: u64 = 128;
 
-/// Whether a neural block of `raw_len` original bytes may have a payload of `payload_len`
-/// (`NEURAL_MAX_RATIO`): the rule decoders check and the encoder keeps.
-pub fn neural_fits(raw_len: u64, payload_len: u64) -> bool {
-    raw_len / NEURAL_MAX_RATIO <= payload_len
+/// Whether a context-mixing block of `raw_len` original bytes may have a payload of `payload_len`
+/// (`CM_MAX_RATIO`): the rule decoders check and the encoder keeps.
+pub fn cm_fits(raw_len: u64, payload_len: u64) -> bool {
+    raw_len / CM_MAX_RATIO <= payload_len
 }
 /// Shortest block, other than an archive's first, that may start from a pack: setting a model
 /// up from a pack takes tens of milliseconds whatever the block's length, which decoding this
@@ -51,8 +51,8 @@ pub const TAIL_LEN: u64 = 12;
 pub enum Codec {
     /// Payload is the raw bytes.
     Stored,
-    /// Payload is the neural codec's: lanes range-coded with the predictor's probabilities.
-    Neural,
+    /// Payload is the context-mixing codec's: lanes range-coded with the predictor's probabilities.
+    Cm,
     /// Payload is a zstd frame.
     Zstd,
     /// Payload is the planes codec's: float planes, adaptive rANS, invariant bit packing.
@@ -71,7 +71,7 @@ pub enum Codec {
     /// Payload is a float codec's, of the block with each value's bytes reversed (big-endian
     /// arrays): the inner codec's tag, the value width, then its payload.
     Swapped,
-    /// Payload is the field codec's: a block of smooth 32-bit values as the neural codec's
+    /// Payload is the field codec's: a block of smooth 32-bit values as the context-mixing codec's
     /// payload of their residuals, after the flags and row width it needs.
     Field,
     /// Payload is a raw LZMA2 stream (liblzma), its dictionary sized from the block's length.
@@ -89,7 +89,7 @@ impl Codec {
     pub fn tag(self) -> u8 {
         match self {
             Codec::Stored => 0,
-            Codec::Neural => 1,
+            Codec::Cm => 1,
             Codec::Zstd => 2,
             Codec::Planes => 3,
             Codec::TensorHeader => 4,
@@ -109,7 +109,7 @@ impl Codec {
     pub fn from_tag(tag: u8) -> Result<Self> {
         match tag {
             0 => Ok(Codec::Stored),
-            1 => Ok(Codec::Neural),
+            1 => Ok(Codec::Cm),
             2 => Ok(Codec::Zstd),
             3 => Ok(Codec::Planes),
             4 => Ok(Codec::TensorHeader),
@@ -130,7 +130,7 @@ impl Codec {
     pub fn name(self) -> &'static str {
         match self {
             Codec::Stored => "stored",
-            Codec::Neural => "neural",
+            Codec::Cm => "cm",
             Codec::Zstd => "zstd",
             Codec::Planes => "planes",
             Codec::TensorHeader => "tensor-header",
@@ -158,8 +158,8 @@ pub struct Header {
     pub engine_version: u32,
     /// Maximum raw length of a block.
     pub block_size: u64,
-    /// Serialised configuration of the neural codec (`codecs::neural::NeuralConfig`).
-    pub neural_config: Vec<u8>,
+    /// Serialised configuration of the context-mixing codec (`codecs::cm::CmConfig`).
+    pub cm_config: Vec<u8>,
     /// Where this archive's blocks sit in a larger input, if it is a part of one (`Part`).
     pub part: Option<Part>,
     /// The file its delta blocks were coded against, if any (`--patch-from`).
@@ -266,7 +266,7 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 impl Header {
     /// Serialises the header including its checksum.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(32 + self.neural_config.len() + PART_LEN);
+        let mut b = Vec::with_capacity(32 + self.cm_config.len() + PART_LEN);
         let mut flags = self.flags & !(FLAG_PART | FLAG_BASE);
         if self.part.is_some() {
             flags |= FLAG_PART;
@@ -279,8 +279,8 @@ impl Header {
         b.extend_from_slice(&flags.to_le_bytes());
         b.extend_from_slice(&self.engine_version.to_le_bytes());
         b.extend_from_slice(&self.block_size.to_le_bytes());
-        b.extend_from_slice(&(self.neural_config.len() as u32).to_le_bytes());
-        b.extend_from_slice(&self.neural_config);
+        b.extend_from_slice(&(self.cm_config.len() as u32).to_le_bytes());
+        b.extend_from_slice(&self.cm_config);
         if let Some(p) = self.part {
             b.extend_from_slice(&p.to_bytes());
         }
@@ -348,7 +348,7 @@ impl Header {
             flags: flags & !(FLAG_PART | FLAG_BASE),
             engine_version: u32_at(&fixed, 4),
             block_size: u64_at(&fixed, 8),
-            neural_config: config,
+            cm_config: config,
             part: part_bytes.map(|b| Part::from_bytes(&b)).transpose()?,
             base: base_bytes.map(|b| BaseId {
                 sha256: b[..32].try_into().unwrap_or_default(),
@@ -446,10 +446,10 @@ impl BlockRecord {
         }
         let ok = match self.codec {
             Codec::Stored => self.payload_len == self.raw_len,
-            // The neural codec decodes at tens of KB/s: a block may not claim more than
-            // `NEURAL_MAX_RATIO` bytes per payload byte (its encoder keeps to that).
-            Codec::Neural | Codec::Field => {
-                self.payload_len < self.raw_len && neural_fits(self.raw_len, self.payload_len)
+            // The context-mixing codec decodes at tens of KB/s: a block may not claim more than
+            // `CM_MAX_RATIO` bytes per payload byte (its encoder keeps to that).
+            Codec::Cm | Codec::Field => {
+                self.payload_len < self.raw_len && cm_fits(self.raw_len, self.payload_len)
             }
             Codec::Zstd
             | Codec::Planes
@@ -642,7 +642,7 @@ mod tests {
             flags: 0,
             engine_version: 1,
             block_size: 1 << 20,
-            neural_config: vec![1, 4, 2],
+            cm_config: vec![1, 4, 2],
             part: None,
             base: None,
         };

@@ -13,10 +13,10 @@ mod workers;
 pub use options::{Options, PackChoice, Stats, DEFAULT_BLOCK_SIZE, DEFAULT_MEMORY};
 
 use crate::choice::base::find;
-use crate::choice::detect::Kind;
 use crate::choice::{code_block, Place};
-use crate::codecs::neural::{CpuBackend, NeuralConfig};
+use crate::codecs::cm::{CmConfig, CpuBackend};
 use crate::codecs::{self, Decoder, ProgressFn};
+use crate::containers::Kind;
 use crate::engine::ENGINE_VERSION;
 use crate::error::{Error, Result};
 use crate::format::checksum::xxh3_64;
@@ -62,15 +62,15 @@ impl<W: Write> Write for Counting<W> {
 fn noop(_: u64) {}
 
 /// Compresses `input`, of which `known` is known, into `output` as a complete archive, its
-/// neural blocks with `neural`.
+/// context-mixing blocks with `cm`.
 pub(crate) fn compress<'a>(
     input: &mut impl Source<'a>,
     output: &mut impl Write,
     opts: &Options,
-    neural: &NeuralConfig,
+    cm: &CmConfig,
     known: Known,
 ) -> Result<Stats> {
-    compress_blocks(input, output, opts, neural, known, None)
+    compress_blocks(input, output, opts, cm, known, None)
 }
 
 /// `compress`, of every block or, for a part, of blocks `first_block..` up to the part's end
@@ -79,7 +79,7 @@ fn compress_blocks<'a>(
     input: &mut impl Source<'a>,
     output: &mut impl Write,
     opts: &Options,
-    neural: &NeuralConfig,
+    cm: &CmConfig,
     mut known: Known,
     part: Option<(Part, u64)>,
 ) -> Result<Stats> {
@@ -95,7 +95,7 @@ fn compress_blocks<'a>(
         flags: 0,
         engine_version: ENGINE_VERSION,
         block_size: plan.cap,
-        neural_config: neural.to_bytes(),
+        cm_config: cm.to_bytes(),
         part: part.map(|(p, _)| p),
         base: base.map(|b| b.id),
     };
@@ -133,9 +133,9 @@ fn compress_blocks<'a>(
             let spare = payloads.empty(0);
             let unpacked;
             let model = match pack_allowed(index, data.len() as u64) {
-                true => neural,
+                true => cm,
                 false => {
-                    unpacked = neural.without_pack();
+                    unpacked = cm.without_pack();
                     &unpacked
                 }
             };
@@ -257,14 +257,14 @@ fn decode_block(
 ) -> Result<u64> {
     let hashes = (rec.raw_hash, rec.payload_hash);
     // A block the pack may not start decodes without it: if its payload says it started from
-    // the pack, the neural codec refuses it before setting anything up.
+    // the pack, the context-mixing codec refuses it before setting anything up.
     let unpacked;
     let decoder = match pack_allowed(index as u64, rec.raw_len) {
         true => decoder,
         false => {
-            unpacked = decoder.neural.without_pack();
+            unpacked = decoder.cm.without_pack();
             &Decoder {
-                neural: &unpacked,
+                cm: &unpacked,
                 ..*decoder
             }
         }
@@ -281,11 +281,11 @@ fn decode_block(
 
 /// Reads an archive's header and refuses it before any block is read where its blocks may be
 /// larger than `opts.memory`, it needs another engine, or a pack or base file not given;
-/// returns it with its length, the neural codec's configuration and the base's bytes.
+/// returns it with its length, the context-mixing codec's configuration and the base's bytes.
 fn read_header<'o>(
     input: &mut impl std::io::Read,
     opts: &'o Options,
-) -> Result<(Header, u64, NeuralConfig, Option<&'o [u8]>)> {
+) -> Result<(Header, u64, CmConfig, Option<&'o [u8]>)> {
     let (header, header_len) = Header::read(input)?;
     if header.block_size > opts.memory {
         return Err(Error::MemoryLimit {
@@ -299,12 +299,12 @@ fn read_header<'o>(
             supported: ENGINE_VERSION,
         });
     }
-    let (mut neural, pack) = NeuralConfig::from_bytes(&header.neural_config)?;
+    let (mut cm, pack) = CmConfig::from_bytes(&header.cm_config)?;
     if let Some(id) = pack {
-        neural = neural.attach(opts.find_pack(&id)?)?;
+        cm = cm.attach(opts.find_pack(&id)?)?;
     }
     let base = opts.base_for(header.base)?;
-    Ok((header, header_len, neural, base))
+    Ok((header, header_len, cm, base))
 }
 
 /// Decodes a complete archive from `input` into `out`, verifying every checksum.
@@ -314,7 +314,7 @@ fn decode_archive<'a, W: Write>(
     opts: &Options,
 ) -> Result<Stats> {
     opts.validate()?;
-    let (header, header_len, neural, base) = read_header(input, opts)?;
+    let (header, header_len, cm, base) = read_header(input, opts)?;
     let progress: ProgressFn = match &opts.progress {
         Some(p) => p.as_ref(),
         None => &noop,
@@ -331,7 +331,7 @@ fn decode_archive<'a, W: Write>(
     let returns = input.returns();
     let backend = CpuBackend::default();
     let decoder = Decoder {
-        neural: &neural,
+        cm: &cm,
         backend: &backend,
         progress,
         base,

@@ -2,16 +2,17 @@
 
 use super::plan::Known;
 use crate::choice::base::Base;
-use crate::choice::detect::{looks_like_text, TEXT_HEAD};
-use crate::choice::neural_predicted;
+use crate::choice::cm_predicted;
+use crate::choice::text::{looks_like_text, TEXT_HEAD};
+use crate::codecs::cm::{pack, CmConfig, Pack, PackId, DEFAULT_LEVEL, LEVELS};
 use crate::codecs::float::DType;
-use crate::codecs::neural::{pack, Backbone, NeuralConfig, Pack, PackId, DEFAULT_LEVEL, LEVELS};
+use crate::codecs::net::Backbone;
 use crate::error::{Error, Result};
 use crate::format::checksum::hex;
 use crate::format::{self, BaseId};
 use std::sync::Arc;
 
-/// Default maximum raw bytes per block: large, since the neural codec's model learns from
+/// Default maximum raw bytes per block: large, since the context-mixing codec's model learns from
 /// everything before a byte in its block (a 10 MB text cut in two codes 3% larger). Float
 /// arrays are cut into blocks of at most `TENSOR_BLOCK_SIZE` whatever this is.
 pub const DEFAULT_BLOCK_SIZE: u64 = 32 << 20;
@@ -32,17 +33,17 @@ pub const DEFAULT_MEMORY: u64 = 256 << 20;
 /// much as its name adds to the header.
 const AUTO_PACK_MIN: usize = 256;
 
-/// Which pack the neural blocks' models start from.
+/// Which pack the context-mixing blocks' models start from.
 #[derive(Clone, Debug, Default)]
 pub enum PackChoice {
     /// The built-in text pack, for the blocks that look like text, where the input's start
-    /// looks like text that the neural codec would code and the level's model is the one the
+    /// looks like text that the context-mixing codec would code and the level's model is the one the
     /// pack was trained for (the default level's); otherwise none.
     #[default]
     Auto,
     /// None: every model starts fresh.
     Off,
-    /// This pack, for every neural block.
+    /// This pack, for every context-mixing block.
     Given(Arc<Pack>),
 }
 
@@ -54,10 +55,10 @@ pub struct Options {
     pub threads: usize,
     /// Maximum raw bytes per block (compression only; decoding uses the archive's).
     pub block_size: u64,
-    /// Compression level, 1 (fastest) to 9 (smallest): which model the neural codec runs
+    /// Compression level, 1 (fastest) to 9 (smallest): which model the context-mixing codec runs
     /// (compression only; the archive records it).
     pub level: u8,
-    /// Backbone of the neural codec's network (compression only; decoding uses the archive's).
+    /// Backbone of the context-mixing codec's network (compression only; decoding uses the archive's).
     pub backbone: Backbone,
     /// Element type of an input that is a raw float array (compression only).
     pub dtype: Option<DType>,
@@ -66,10 +67,10 @@ pub struct Options {
     /// Called after each block is written with its original and archived sizes.
     pub on_block: Option<Arc<dyn Fn(u64, u64) + Send + Sync>>,
     /// Largest block size an archive may have to be decoded (decompression only): decoding
-    /// holds up to `threads + 1` blocks at once, and the neural codec's tables grow with a
+    /// holds up to `threads + 1` blocks at once, and the context-mixing codec's tables grow with a
     /// block's length, so an archive whose header allows larger blocks is refused.
     pub memory: u64,
-    /// Which pack the neural blocks' models start from (compression only; the archive
+    /// Which pack the context-mixing blocks' models start from (compression only; the archive
     /// records its name and hash).
     pub pack: PackChoice,
     /// Packs an archive may need (decompression; `pack` counts too).
@@ -127,7 +128,7 @@ impl Options {
 
     /// Most raw bytes per block of general data: the block size, or less at the fastest levels.
     pub(crate) fn general_block_size(&self) -> u64 {
-        let p = self.neural().params;
+        let p = self.cm().params;
         match (p.fast, p.lean) {
             (true, _) => self.block_size.min(FAST_BLOCK_SIZE),
             (_, true) => self.block_size.min(LEAN_BLOCK_SIZE),
@@ -135,28 +136,28 @@ impl Options {
         }
     }
 
-    /// The neural codec's configuration these options give, without a pack.
-    pub(crate) fn neural(&self) -> NeuralConfig {
-        NeuralConfig::for_level(self.level, self.backbone)
+    /// The context-mixing codec's configuration these options give, without a pack.
+    pub(crate) fn cm(&self) -> CmConfig {
+        CmConfig::for_level(self.level, self.backbone)
     }
 
-    /// The neural codec's configuration to compress `input` (its start, or all of it), of
-    /// which `known` is known, with: `neural`, starting from the pack chosen. The automatic
+    /// The context-mixing codec's configuration to compress `input` (its start, or all of it), of
+    /// which `known` is known, with: the context-mixing configuration, starting from the pack chosen. The automatic
     /// choice looks at the first `TEXT_HEAD` bytes, and at none of a file with tensors.
-    pub(crate) fn neural_for(&self, input: &[u8], known: &Known) -> Result<NeuralConfig> {
+    pub(crate) fn cm_for(&self, input: &[u8], known: &Known) -> Result<CmConfig> {
         let head = match known.tensors() {
             true => &[],
             false => &input[..input.len().min(TEXT_HEAD)],
         };
-        let plain = self.neural();
+        let plain = self.cm();
         match &self.pack {
             PackChoice::Given(p) => plain.attach(p.clone()),
             PackChoice::Off => Ok(plain),
             PackChoice::Auto => {
-                // Where the start is not text bound for the neural codec, the archive names no
+                // Where the start is not text bound for the context-mixing codec, the archive names no
                 // pack, which its decoder would otherwise need; nor for inputs so short that
                 // the pack's name in the header costs more than the pack saves.
-                if head.len() < AUTO_PACK_MIN || !looks_like_text(head) || !neural_predicted(head) {
+                if head.len() < AUTO_PACK_MIN || !looks_like_text(head) || !cm_predicted(head) {
                     return Ok(plain);
                 }
                 let text = pack::builtin()?;

@@ -21,7 +21,7 @@ pub(crate) fn compress_part(
     count: u32,
 ) -> Result<Stats> {
     let known = Known::whole(data, opts);
-    let neural = &opts.neural_for(data, &known)?;
+    let cm = &opts.cm_for(data, &known)?;
     opts.validate()?;
     if index >= count {
         return Err(Error::InvalidOption(format!(
@@ -56,7 +56,7 @@ pub(crate) fn compress_part(
         &mut InMemory::new(data),
         output,
         opts,
-        neural,
+        cm,
         known,
         Some((part, hi - lo)),
     )

@@ -6,7 +6,7 @@ use super::options::TENSOR_BLOCK_SIZE;
 use super::source::{Bytes, Source};
 use super::Options;
 use crate::choice::base::Span;
-use crate::choice::detect::{Kind, Segment};
+use crate::containers::{Kind, Segment};
 use crate::error::Result;
 use std::collections::VecDeque;
 
@@ -72,7 +72,7 @@ impl Known {
     /// What is known of `input`, whole in memory, compressed with `opts`: its structure
     /// (holding `opts.dtype` values if given), and where its tensors sit in `opts.base`.
     pub fn whole(input: &[u8], opts: &Options) -> Self {
-        let layout = crate::choice::detect::layout(input, opts.dtype);
+        let layout = crate::containers::layout(input, opts.dtype);
         let deltas = match &opts.base {
             Some(base) => base.spans(input, &layout, opts.dtype),
             None => Vec::new(),

@@ -3,7 +3,7 @@
 //! checksums; the whole-data checksum covers every block, so it is not checked here.
 
 use super::{decode_block, noop, read_header, Counting, Options, Stats};
-use crate::codecs::neural::CpuBackend;
+use crate::codecs::cm::CpuBackend;
 use crate::codecs::{Decoder, ProgressFn};
 use crate::error::{Error, Result};
 use crate::format::checksum::xxh3_64;
@@ -24,7 +24,7 @@ pub(crate) fn decompress_range(
         inner: input,
         count: 0,
     };
-    let (header, header_len, neural, base) = read_header(&mut input, opts)?;
+    let (header, header_len, cm, base) = read_header(&mut input, opts)?;
     let trailer = Trailer::read_from_end(&mut input.inner)?;
     let archive_end = input.inner.seek(SeekFrom::End(0))?;
     trailer.check_table(header_len, archive_end - trailer.encoded_len())?;
@@ -41,7 +41,7 @@ pub(crate) fn decompress_range(
     };
     let backend = CpuBackend::default();
     let decoder = Decoder {
-        neural: &neural,
+        cm: &cm,
         backend: &backend,
         progress,
         base,

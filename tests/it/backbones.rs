@@ -34,9 +34,9 @@ fn every_backbone_is_deterministic_and_recorded() {
         );
         let info = sep::inspect(std::io::Cursor::new(&one)).unwrap();
         assert!(
-            info.neural.contains(backbone.name()),
+            info.cm.contains(backbone.name()),
             "{backbone:?}: the archive does not say so: {}",
-            info.neural
+            info.cm
         );
         sep::set_simd_level(Level::Scalar);
         let mut o = Options::default();

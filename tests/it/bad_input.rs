@@ -211,7 +211,7 @@ fn archives_claiming_too_much_are_refused_before_any_work() {
     let gib = 1u64 << 30;
     // Blocks declaring 1 GiB from a few KB, of the codecs that allocate or work the most.
     for codec in [
-        sep::Codec::Neural,
+        sep::Codec::Cm,
         sep::Codec::Scaled,
         sep::Codec::Recent,
         sep::Codec::Copies,
@@ -221,9 +221,9 @@ fn archives_claiming_too_much_are_refused_before_any_work() {
         let line = decompress_fails(d, &bomb, &["memory limit"]);
         assert!(line.contains("--memory"), "{line}");
         assert!(started.elapsed().as_secs_f64() < 2.0, "{:?}", codec);
-        // With the limit raised, a neural block claiming more than 128 bytes per payload byte
+        // With the limit raised, a context-mixing block claiming more than 128 bytes per payload byte
         // is refused as it is read.
-        if codec == sep::Codec::Neural {
+        if codec == sep::Codec::Cm {
             fs::write(d.join("bomb.sep"), &bomb).unwrap();
             let r = sep(
                 d,
@@ -242,11 +242,11 @@ fn archives_claiming_too_much_are_refused_before_any_work() {
             assert!(started.elapsed().as_secs_f64() < 2.0);
         }
     }
-    // Within the ratio, a neural block is decoded (here: into the wrong bytes).
+    // Within the ratio, a context-mixing block is decoded (here: into the wrong bytes).
     let fair = crafted(
         None,
         1 << 20,
-        &[(sep::Codec::Neural, 128 * 1000, vec![0u8; 1000])],
+        &[(sep::Codec::Cm, 128 * 1000, vec![0u8; 1000])],
     );
     decompress_fails(d, &fair, &["checksum", "corrupt"]);
 }

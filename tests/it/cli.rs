@@ -124,7 +124,7 @@ fn incompressible_data_is_stored_with_small_overhead() {
 fn info_describes_the_archive() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    // Text the neural codec takes (not so redundant that zstd is chosen instead).
+    // Text the context-mixing codec takes (not so redundant that zstd is chosen instead).
     let mut x = 3u64;
     let words = ["info", "lists", "every", "block", "of", "the", "archive"];
     let mut data = Vec::new();
@@ -144,7 +144,7 @@ fn info_describes_the_archive() {
     assert!(t.contains(&version), "{t}");
     assert!(t.contains("original size:  27000 bytes"), "{t}");
     assert!(t.contains("blocks:         3"), "{t}");
-    assert_eq!(t.matches(" neural ").count(), 3, "{t}");
+    assert_eq!(t.matches(" cm ").count(), 3, "{t}");
     fails_cleanly(&sep(d, &["info", "f"]), "not a sep archive");
 }
 

@@ -60,7 +60,7 @@ pub fn ok(r: &Run) {
 }
 
 /// Asserts a run failed the way users are promised: exit 1, one `sep: error:` line, no panic.
-/// Text the neural codec takes, `n` bytes, different per seed.
+/// Text the context-mixing codec takes, `n` bytes, different per seed.
 pub fn word_text(seed: u64, n: usize) -> Vec<u8> {
     let mut x = seed;
     let words = [
@@ -207,9 +207,9 @@ pub fn decodes_everywhere_with(dir: &Path, args: &[&str], data: &[u8], runs: &[(
 
 /// An archive of blocks (codec, declared original length, payload) whose every checksum but
 /// the blocks' original ones is right (block i claims checksum i), with the header's block
-/// size `block_size` and neural configuration `neural` (default: the default level's).
+/// size `block_size` and context-mixing configuration `cm` (default: the default level's).
 pub fn crafted(
-    neural: Option<Vec<u8>>,
+    cm: Option<Vec<u8>>,
     block_size: u64,
     blocks: &[(sep::Codec, u64, Vec<u8>)],
 ) -> Vec<u8> {
@@ -221,8 +221,7 @@ pub fn crafted(
         flags: 0,
         engine_version: sep::internals::engine::ENGINE_VERSION,
         block_size,
-        neural_config: neural
-            .unwrap_or_else(|| sep::internals::codecs::neural::NeuralConfig::default().to_bytes()),
+        cm_config: cm.unwrap_or_else(|| sep::internals::codecs::cm::CmConfig::default().to_bytes()),
         part: None,
         base: None,
     };

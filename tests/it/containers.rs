@@ -4,8 +4,8 @@
 
 use crate::common::*;
 use crate::tensors::check_file;
-use sep::internals::choice::detect::{layout, Kind};
 use sep::internals::codecs::float::rounding::f16_nearest;
+use sep::internals::containers::{layout, Kind};
 use std::fs;
 
 /// MiniLM's tensors, sorted by name: (name, shape, f32 bytes).

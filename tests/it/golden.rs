@@ -115,7 +115,7 @@ fn raster() -> Vec<u8> {
 }
 
 /// 1,500 picks among 64 random words of 48 bytes: each word recurs with every other after it,
-/// so the neural codec's match model, which follows one earlier occurrence, keeps losing the
+/// so the context-mixing codec's match model, which follows one earlier occurrence, keeps losing the
 /// thread where LZMA codes each word as a match: the LZMA codec.
 fn words() -> Vec<u8> {
     let mut x = 0x1a_u64;
@@ -133,7 +133,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "neural.txt",
             input: text(3000),
-            codecs: &[Codec::Neural],
+            codecs: &[Codec::Cm],
             written: true,
             base: None,
         },

@@ -191,7 +191,7 @@ fn every_block_continues_the_pack_history() {
     let book = fs::read(corpora().join("text/book2")).unwrap();
     let train = &book[..96 << 10];
     // The file is the training data's end, which only a pack's history still holds, with
-    // every 97th letter's case changed (a copy would be coded past the neural codec's
+    // every 97th letter's case changed (a copy would be coded past the context-mixing codec's
     // ratio limit, by zstd).
     let mut data = train[(96 - 32) << 10..].to_vec();
     for b in data.iter_mut().step_by(97) {
@@ -238,7 +238,7 @@ fn every_block_continues_the_pack_history() {
             "level {level} {backbone:?}: the history did not carry into the blocks: {sizes:?}"
         );
     }
-    // The history itself, predicted past the neural codec's 128:1 limit, stays neural
+    // The history itself, predicted past the context-mixing codec's 128:1 limit, stays neural
     // (padded to the limit), not zstd's.
     let mut s = spec("book");
     s.history = 48 << 10;
@@ -247,7 +247,7 @@ fn every_block_continues_the_pack_history() {
     let mut o = opts(1, Level::detect());
     let packed = archive(data, o.clone(), PackChoice::Given(pack.clone()));
     let info = sep::inspect(std::io::Cursor::new(&packed)).unwrap();
-    assert_eq!(info.blocks[0].codec, sep::Codec::Neural);
+    assert_eq!(info.blocks[0].codec, sep::Codec::Cm);
     assert!(
         info.blocks[0].payload_bytes < data.len() as u64 / 100,
         "{info:?}"
@@ -262,7 +262,7 @@ fn every_block_continues_the_pack_history() {
 fn text_takes_the_builtin_pack_and_other_data_none() {
     let text = fs::read(corpora().join("text/paper4")).unwrap();
     let binary = fs::read(corpora().join("binary/sum")).unwrap();
-    let builtin = sep::internals::codecs::neural::pack::builtin().unwrap();
+    let builtin = sep::internals::codecs::cm::pack::builtin().unwrap();
     let compress = |data: &[u8], pack| archive(data, opts(2, Level::detect()), pack);
     let auto = compress(&text, PackChoice::Auto);
     let off = compress(&text, PackChoice::Off);
@@ -299,18 +299,18 @@ fn text_takes_the_builtin_pack_and_other_data_none() {
     }
     sep::set_simd_level(Level::detect());
     // A block that says it starts from a pack, in an archive that names none: refused.
-    let payload = sep::internals::codecs::neural::encode(
+    let payload = sep::internals::codecs::cm::encode(
         &text,
-        sep::internals::codecs::neural::Params::default(),
+        sep::internals::codecs::cm::Params::default(),
         Some(&builtin),
         Default::default(),
         &|_| {},
     )
     .0;
-    let r = sep::internals::codecs::neural::decode(
+    let r = sep::internals::codecs::cm::decode(
         &payload,
         text.len(),
-        sep::internals::codecs::neural::Params::default(),
+        sep::internals::codecs::cm::Params::default(),
         None,
         Default::default(),
         &|_| {},
@@ -322,12 +322,12 @@ fn text_takes_the_builtin_pack_and_other_data_none() {
 
 #[test]
 fn only_the_first_block_may_be_short_and_packed() {
-    use sep::internals::codecs::neural::{self, NeuralConfig, Params};
+    use sep::internals::codecs::cm::{self, CmConfig, Params};
     use sep::internals::format::PACKED_MIN;
-    let builtin = neural::pack::builtin().unwrap();
+    let builtin = cm::pack::builtin().unwrap();
     let text = fs::read(corpora().join("text/paper2")).unwrap();
     let short = &text[..4096];
-    let payload = neural::encode(
+    let payload = cm::encode(
         short,
         Params::default(),
         Some(&builtin),
@@ -335,11 +335,11 @@ fn only_the_first_block_may_be_short_and_packed() {
         &|_| {},
     )
     .0;
-    let config = NeuralConfig::default()
+    let config = CmConfig::default()
         .attach(builtin.clone())
         .unwrap()
         .to_bytes();
-    let block = (sep::Codec::Neural, short.len() as u64, payload);
+    let block = (sep::Codec::Cm, short.len() as u64, payload);
     let crafted_archive = crafted(Some(config), 1 << 20, &[block.clone(), block]);
     // Each block alone: the first decodes (to the bytes `crafted` gives a wrong checksum),
     // the second, short and packed, is refused before its model is set up.

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-/// About 400 KB of text the neural codec takes (slowly: a run lasts seconds).
+/// About 400 KB of text the context-mixing codec takes (slowly: a run lasts seconds).
 fn text() -> Vec<u8> {
     let words = [
         "stop", "signal", "while", "the", "archive", "is", "written", "to", "disk",

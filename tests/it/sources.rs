@@ -208,7 +208,7 @@ fn stored_blocks_decode_into_a_vector() {
 
 #[test]
 fn machine_code_takes_the_x86_transform_and_decodes_anywhere() {
-    // This test's own executable: x86-64 code, whose calls the neural codec makes absolute.
+    // This test's own executable: x86-64 code, whose calls the context-mixing codec makes absolute.
     let exe = fs::read(std::env::current_exe().unwrap()).unwrap();
     let window = 192 << 10;
     let data = (0..exe.len().saturating_sub(window))
@@ -219,7 +219,7 @@ fn machine_code_takes_the_x86_transform_and_decodes_anywhere() {
     let mut archive = Vec::new();
     sep::compress_bytes(data, &mut archive, &opts(2, Level::detect(), 64 << 10)).unwrap();
     let info = sep::inspect(std::io::Cursor::new(&archive)).unwrap();
-    assert!(info.blocks.iter().any(|b| b.codec.name() == "neural"));
+    assert!(info.blocks.iter().any(|b| b.codec.name() == "cm"));
     for (threads, kernels) in [(1, Level::Scalar), (3, Level::detect())] {
         let mut out = Vec::new();
         sep::decompress_to_vec(&archive, &mut out, &opts(threads, kernels, 1 << 20)).unwrap();
@@ -241,7 +241,7 @@ fn every_level_round_trips_and_is_recorded() {
         sep::compress_bytes(data, &mut archive, &o).unwrap();
         let info = sep::inspect(std::io::Cursor::new(&archive)).unwrap();
         assert_eq!(info.level, level);
-        assert!(info.blocks.iter().all(|b| b.codec.name() == "neural"));
+        assert!(info.blocks.iter().all(|b| b.codec.name() == "cm"));
         for (threads, kernels) in [(1, Level::Scalar), (3, Level::detect())] {
             let mut out = Vec::new();
             sep::decompress_to_vec(&archive, &mut out, &opts(threads, kernels, 1 << 20)).unwrap();

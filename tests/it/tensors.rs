@@ -2,8 +2,8 @@
 //! round-tripped byte-identically through the binary, determinism across threads and kernels.
 
 use crate::common::*;
-use sep::internals::choice::detect::{layout, sniff_stream, Kind};
-use sep::internals::choice::neural_predicted;
+use sep::internals::choice::cm_predicted;
+use sep::internals::containers::{layout, sniff_stream, Kind};
 use std::fs;
 
 #[test]
@@ -21,9 +21,9 @@ fn detection_never_misfires_on_the_corpora() {
             let (head, streamed) = sniff_stream(&mut &data[..]).unwrap();
             assert!(streamed.is_none(), "{}: {streamed:?}", path.display());
             assert!(data.starts_with(&head), "{}", path.display());
-            // And the codec choice keeps the neural model for every block of them.
+            // And the codec choice keeps the context-mixing model for every block of them.
             for block in data.chunks(sep::DEFAULT_BLOCK_SIZE as usize) {
-                assert!(neural_predicted(block), "{}", path.display());
+                assert!(cm_predicted(block), "{}", path.display());
             }
         }
     }
@@ -60,8 +60,8 @@ fn check_file_with(d: &std::path::Path, name: &str, extra: &[&str], codec: &str)
     ok(&info);
     let info = String::from_utf8(info.stdout).unwrap();
     assert!(info.contains(codec), "{name}: {info}");
-    // The neural model, ~60 KB/s, would set the whole file's speed.
-    assert!(!info.contains(" neural "), "{name}: {info}");
+    // The context-mixing model, ~60 KB/s, would set the whole file's speed.
+    assert!(!info.contains(" cm "), "{name}: {info}");
     decodes_everywhere(
         d,
         &archive,
@@ -154,7 +154,7 @@ fn npy_and_raw_arrays_round_trip() {
     fs::write(d.join("w.f32"), &raw).unwrap();
     check_file(d, "w.f32", &["--dtype", "f32"]);
     // Without --dtype the block's sample codes best as f32 values, and shows nothing beyond
-    // their statistics: the tensor codecs, not the neural model (which `check_file` refuses).
+    // their statistics: the tensor codecs, not the context-mixing model (which `check_file` refuses).
     fs::write(d.join("w.bin"), &raw).unwrap();
     check_file(d, "w.bin", &[]);
     // The same raw array from stdin.

@@ -51,7 +51,7 @@ fn test_and_list_write_nothing() {
     let lines: Vec<&str> = t.lines().collect();
     assert_eq!(lines.len(), 4, "header, two archives, total: {t}");
     assert!(
-        lines[1].contains("a.sep") && lines[1].contains("neural"),
+        lines[1].contains("a.sep") && lines[1].contains(" cm "),
         "{t}"
     );
     assert!(lines[1].contains(" 9 "), "level 9 shown: {t}");

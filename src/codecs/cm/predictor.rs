@@ -7,12 +7,14 @@
 //! (orders 0, 1 and 2). Everything trains online, one byte per lane per step, and the decoder
 //! replays it exactly. Lanes share all statistics and are processed in lane order.
 
-use super::cm::{counter_p12, counter_update, stretch, stretch_table, Apm, Mixer, COUNTER_INIT};
 use super::experts::{back, context_hash, select, ContextKind, LaneState, MatchTable, MAX_HASHED};
-use super::lanes::Lanes;
-use super::network::{NetConfig, Network};
+use super::mixing::{
+    counter_p12, counter_update, stretch, stretch_table, Apm, Mixer, COUNTER_INIT,
+};
 use super::pack::{Geometry, Pack, State};
 use super::states::{Histories, HistoryMap};
+use crate::codecs::lanes::Lanes;
+use crate::codecs::net::{NetConfig, Network};
 use crate::error::{Error, Result};
 
 /// Mixer inputs besides the hashed contexts: order 0, order 1, match, network, bias, match
@@ -605,7 +607,7 @@ impl Predictor {
             novelty + (lb.match_bucket > 0) as usize * 2 + (lb.b1 >= 128) as usize,
         );
         let (s, _) = self.mix_final.mix(&[sa, sb, sc, sd], lb.c0 as usize);
-        let p16 = to_p16(super::cm::squash(s));
+        let p16 = to_p16(super::mixing::squash(s));
         let pa = self.apm_a.refine(s, lb.c0 as usize);
         let pb = self.apm_b.refine(s, (lb.c0 | lb.b1 << 8) as usize);
         let pc = self.apm_c.refine(s, (lb.c0 | lb.h2) as usize);
@@ -617,7 +619,7 @@ impl Predictor {
         let b = bit as u32;
         let lb = &mut self.bits[l];
         for &(i, input, out) in &self.chain_at {
-            let err = (b as f32 - super::cm::squash(out)) * CHAIN_LR;
+            let err = (b as f32 - super::mixing::squash(out)) * CHAIN_LR;
             let w = &mut self.chain_w[i];
             w[0] += err * input;
             w[1] += err;

@@ -1,9 +1,14 @@
 //! The predictor's network: which backbone, its shape, and one interface over the backbones
 //! (predict the next byte of every lane, then learn the true bytes).
 
+mod pac;
+mod trace;
+mod train;
+
+pub use trace::Trace;
+
 use super::lanes::Lanes;
-use super::pac::Pac;
-use super::trace::Trace;
+use pac::Pac;
 
 /// Backbone network of the predictor.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -61,9 +66,7 @@ impl Network {
     pub fn new(cfg: NetConfig, lanes: usize) -> Self {
         match cfg.backbone {
             Backbone::Pac => Network::Pac(Box::new(Pac::new(cfg, lanes))),
-            Backbone::Trace => {
-                Network::Trace(Box::new(Trace::new(cfg, lanes, super::trace::WINDOW)))
-            }
+            Backbone::Trace => Network::Trace(Box::new(Trace::new(cfg, lanes, trace::WINDOW))),
         }
     }
 

@@ -4,11 +4,11 @@
 //! the bits of the byte so far, one probability map on the byte before). No network, no
 //! refinement chain, no order-0 counters, and the range coder runs on the same thread.
 
-use super::cm::{counter_p12, counter_update, COUNTER_INIT};
 use super::experts::{context_hash, select, ContextKind, LaneState, MatchTable, MAX_HASHED};
-use super::lanes::Lanes;
+use super::mixing::{counter_p12, counter_update, COUNTER_INIT};
 use super::predictor::{Params, Workspace};
 use super::states::{Histories, HistoryMap, MAP_LIMIT};
+use crate::codecs::lanes::Lanes;
 use crate::engine::kernels::{exp_fixed, ln_fixed};
 use std::sync::OnceLock;
 

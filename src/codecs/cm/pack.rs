@@ -2,7 +2,7 @@
 //! from which a block's model starts instead of from nothing.
 //!
 //! A pack file is a safetensors file. Its metadata: `format` (`sep-pack`), `version` (`1`),
-//! `name`, `type` (the kind of data it was trained on), `config` (hex of the neural
+//! `name`, `type` (the kind of data it was trained on), `config` (hex of the context-mixing
 //! configuration it fits, without any pack), `slots_log` and `order2_bits` (the geometry of the
 //! tables, which a block using the pack takes), `description` (the training data) and
 //! `sep_version`. Its tensors are the predictor's state (`State`): `slots` (u8, the hashed
@@ -132,7 +132,7 @@ pub struct Pack {
     pub kind: String,
     /// Where its training data came from.
     pub description: String,
-    /// The neural configuration (serialised, without a pack) whose predictor it starts.
+    /// The context-mixing configuration (serialised, without a pack) whose predictor it starts.
     pub config: Vec<u8>,
     pub geometry: Geometry,
     pub state: State,

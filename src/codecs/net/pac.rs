@@ -1,11 +1,11 @@
-//! The neural network: SEP semantics enhancement (byte embedding, overlapping patches, dimension
+//! PAC, the MLP backbone: SEP semantics enhancement (byte embedding, overlapping patches, dimension
 //! fusion, a data-dependent adaptive-stride gate that drops low-information patches, a learned
 //! map across the patch axis) feeding a PAC-style MLP backbone that predicts the next byte.
 //! Runs batched over lanes on the engine's deterministic kernels; trains online with Adam.
 
-use super::lanes::Lanes;
-use super::network::NetConfig;
 use super::train::{add_rows, Rng, Trainer};
+use super::NetConfig;
+use crate::codecs::lanes::Lanes;
 use crate::engine::kernels::{
     matmul_acc, outer_acc, relu, relu_backward, sigmoid, softmax_rows, transpose,
 };
@@ -411,7 +411,7 @@ impl Pac {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codecs::neural::train::tests::check_tensors;
+    use crate::codecs::net::train::tests::check_tensors;
 
     /// Loss -sum ln p[y] of one forward pass over `lanes` lanes at `step`.
     fn loss(

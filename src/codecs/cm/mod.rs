@@ -1,4 +1,4 @@
-//! The neural codec: every bit of a block is predicted by a model that learns while it codes
+//! The context-mixing codec: every bit of a block is predicted by a model that learns while it codes
 //! (context mixing of count experts, a match model and the SEP network) and range-coded. A block
 //! is cut into lanes, contiguous segments predicted side by side as one batch. Encoding runs the
 //! predictor on the worker (the producer) while a second thread range-codes its predictions;
@@ -9,25 +9,18 @@
 //! range-coded streams (FORMAT.md, codec 1).
 
 mod backend;
-mod cm;
 mod config;
 mod experts;
 mod fast;
-pub mod lanes;
-pub mod network;
-mod pac;
+mod mixing;
 pub mod pack;
 mod predictor;
 mod states;
-mod trace;
-mod train;
 
 pub use backend::{Arena, Backend, CpuBackend};
-pub use config::{NeuralConfig, DEFAULT_LEVEL, LEVELS};
-pub use network::{Backbone, NetConfig, Network};
+pub use config::{CmConfig, DEFAULT_LEVEL, LEVELS};
 pub use pack::{Geometry, Pack, PackId};
 pub use predictor::{Params, Predictor, Workspace};
-pub use trace::Trace;
 
 use super::ProgressFn;
 use crate::entropy::{BitDecoder, BitEncoder};
@@ -120,11 +113,11 @@ pub fn encode(
             (streams, model.into_workspace())
         }
     };
-    // A payload holds at least 1/`NEURAL_MAX_RATIO` of its block (which bounds the work an
+    // A payload holds at least 1/`CM_MAX_RATIO` of its block (which bounds the work an
     // archive may ask): a block predicted better than that (text a pack has seen) gets zero
     // words after its last lane's stream, which the range decoder reads as the stream's end.
     let size = 3 + 4 * streams.len() + streams.iter().map(Vec::len).sum::<usize>();
-    let least = (data.len() as u64 / crate::format::NEURAL_MAX_RATIO) as usize;
+    let least = (data.len() as u64 / crate::format::CM_MAX_RATIO) as usize;
     let pad = least.saturating_sub(size).next_multiple_of(4);
     if let Some(last) = streams.last_mut() {
         last.resize(last.len() + pad, 0);
@@ -164,7 +157,7 @@ pub fn train(
 
 /// What the coding loops need of a predictor.
 trait Model {
-    fn lanes(&self) -> lanes::Lanes;
+    fn lanes(&self) -> crate::codecs::lanes::Lanes;
     fn begin_step(&mut self, step: usize, active: usize);
     fn predict_bit(&mut self, lane: usize) -> u32;
     fn update_bit(&mut self, lane: usize, bit: bool);
@@ -176,7 +169,7 @@ trait Model {
 macro_rules! model {
     ($t:ty) => {
         impl Model for $t {
-            fn lanes(&self) -> lanes::Lanes {
+            fn lanes(&self) -> crate::codecs::lanes::Lanes {
                 <$t>::lanes(self)
             }
             #[inline(always)]
@@ -312,7 +305,7 @@ pub fn decode(
     progress: ProgressFn,
     out: &mut Vec<u8>,
 ) -> (Result<()>, Workspace) {
-    let corrupt = |what: &str| Err(Error::Corrupt(format!("neural block: {what}")));
+    let corrupt = |what: &str| Err(Error::Corrupt(format!("context-mixing block: {what}")));
     let Some((&t, rest)) = payload.split_first() else {
         return (corrupt("empty payload"), ws);
     };

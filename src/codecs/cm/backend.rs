@@ -1,8 +1,8 @@
-//! What computes the neural codec's predictions for a block. The CPU
+//! What computes the context-mixing codec's predictions for a block. The CPU
 //! backend runs them on the calling worker thread; a CUDA stream pool can implement the same
 //! trait. Each backend owns one workspace arena shared by all of its workers.
 
-use super::{decode, encode, NeuralConfig, ProgressFn, Workspace};
+use super::{decode, encode, CmConfig, ProgressFn, Workspace};
 use crate::error::Result;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -10,13 +10,13 @@ use std::sync::{Condvar, Mutex};
 /// Runs the model over blocks.
 pub trait Backend: Sync {
     /// Predicts and codes one block; returns the payload.
-    fn encode(&self, data: &[u8], model: &NeuralConfig, progress: ProgressFn) -> Vec<u8>;
+    fn encode(&self, data: &[u8], model: &CmConfig, progress: ProgressFn) -> Vec<u8>;
     /// Decodes one block's payload, appending its `raw_len` bytes to `out`.
     fn decode(
         &self,
         payload: &[u8],
         raw_len: usize,
-        model: &NeuralConfig,
+        model: &CmConfig,
         progress: ProgressFn,
         out: &mut Vec<u8>,
     ) -> Result<()>;
@@ -24,7 +24,7 @@ pub trait Backend: Sync {
 
 /// Workspaces shared by a backend's workers: taken for a block, given back after it. At most
 /// `WORKSPACES` exist, each up to ~300 MB for large blocks, so that coding stays within 1 GB
-/// whatever the number of workers (a worker with a neural block waits for a workspace; workers
+/// whatever the number of workers (a worker with a context-mixing block waits for a workspace; workers
 /// coding other blocks never do).
 #[derive(Default)]
 pub struct Arena {
@@ -91,7 +91,7 @@ pub struct CpuBackend {
 }
 
 impl Backend for CpuBackend {
-    fn encode(&self, data: &[u8], model: &NeuralConfig, progress: ProgressFn) -> Vec<u8> {
+    fn encode(&self, data: &[u8], model: &CmConfig, progress: ProgressFn) -> Vec<u8> {
         self.arena
             .with(|ws| encode(data, model.params, model.pack.as_deref(), ws, progress))
     }
@@ -100,7 +100,7 @@ impl Backend for CpuBackend {
         &self,
         payload: &[u8],
         raw_len: usize,
-        model: &NeuralConfig,
+        model: &CmConfig,
         progress: ProgressFn,
         out: &mut Vec<u8>,
     ) -> Result<()> {

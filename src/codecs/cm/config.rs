@@ -1,16 +1,16 @@
-//! The neural codec's configuration as recorded in the archive header.
+//! The context-mixing codec's configuration as recorded in the archive header.
 
 use super::experts::MAX_HASHED;
-use super::network::{Backbone, NetConfig};
 use super::pack::{Pack, PackId, NAME_MAX};
 use super::predictor::{Params, Predictor, DEFAULT_CONTEXTS};
+use crate::codecs::net::{Backbone, NetConfig};
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
-/// The neural codec's configuration: its backbone, level, parameters and pack, serialised
+/// The context-mixing codec's configuration: its backbone, level, parameters and pack, serialised
 /// into the archive header.
 #[derive(Clone, Debug)]
-pub struct NeuralConfig {
+pub struct CmConfig {
     /// The compression level the model was chosen by (shown by `sep info`).
     pub level: u8,
     /// Lanes, mixer, network and context parameters.
@@ -23,7 +23,7 @@ pub struct NeuralConfig {
     pub text_only: bool,
 }
 
-impl PartialEq for NeuralConfig {
+impl PartialEq for CmConfig {
     fn eq(&self, o: &Self) -> bool {
         self.level == o.level
             && self.params == o.params
@@ -31,9 +31,9 @@ impl PartialEq for NeuralConfig {
     }
 }
 
-impl Eq for NeuralConfig {}
+impl Eq for CmConfig {}
 
-impl Default for NeuralConfig {
+impl Default for CmConfig {
     fn default() -> Self {
         Self::for_level(DEFAULT_LEVEL, Backbone::default())
     }
@@ -77,7 +77,7 @@ const FLAG_TRACE: u8 = 8;
 /// block may have up to 1024 lanes, so this bounds a hostile header's memory (128 MiB).
 pub const TRACE_WIDTH_MAX: u16 = 128;
 
-impl NeuralConfig {
+impl CmConfig {
     /// The model of compression level `level` (clamped to `LEVELS`).
     pub fn for_level(level: u8, backbone: Backbone) -> Self {
         let level = level.clamp(*LEVELS.start(), *LEVELS.end());
@@ -95,7 +95,7 @@ impl NeuralConfig {
         if level == 9 || (backbone != Backbone::Pac && !params.fast) {
             params.net.hidden = NetConfig::default().hidden;
         }
-        NeuralConfig {
+        CmConfig {
             level,
             params,
             pack: None,
@@ -110,7 +110,7 @@ impl NeuralConfig {
 
     /// This configuration without its pack: every block's model starts fresh.
     pub fn without_pack(&self) -> Self {
-        NeuralConfig {
+        CmConfig {
             pack: None,
             text_only: false,
             ..self.clone()
@@ -212,7 +212,7 @@ impl NeuralConfig {
                     }
                     _ => {
                         return Err(Error::Corrupt(format!(
-                            "unknown neural configuration (id 3, {} bytes)",
+                            "unknown context-mixing configuration (id 3, {} bytes)",
                             b.len()
                         )))
                     }
@@ -221,11 +221,11 @@ impl NeuralConfig {
             }
             [id, ..] => {
                 return Err(Error::Corrupt(format!(
-                    "unknown neural configuration (id {id}, {} bytes)",
+                    "unknown context-mixing configuration (id {id}, {} bytes)",
                     b.len()
                 )))
             }
-            [] => return Err(Error::Corrupt("empty neural configuration".into())),
+            [] => return Err(Error::Corrupt("empty context-mixing configuration".into())),
         };
         let u16_at = |i: usize| u16::from_le_bytes([rest[i], rest[i + 1]]);
         let c = Params {
@@ -257,9 +257,11 @@ impl NeuralConfig {
             || flags & 3 == 3
             || (c.fast && (pack.is_some() || c.net.backbone != Backbone::Pac))
         {
-            return Err(Error::Corrupt("neural configuration out of range".into()));
+            return Err(Error::Corrupt(
+                "context-mixing configuration out of range".into(),
+            ));
         }
-        let config = NeuralConfig {
+        let config = CmConfig {
             level,
             params: c,
             pack: None,
@@ -303,24 +305,21 @@ mod tests {
 
     #[test]
     fn config_round_trips_and_rejects_unknown() {
-        let c = NeuralConfig::default();
+        let c = CmConfig::default();
         assert_eq!(
-            NeuralConfig::from_bytes(&c.to_bytes()).unwrap(),
+            CmConfig::from_bytes(&c.to_bytes()).unwrap(),
             (c.clone(), None)
         );
-        assert!(NeuralConfig::from_bytes(&[9, 1, 1]).is_err());
+        assert!(CmConfig::from_bytes(&[9, 1, 1]).is_err());
         let mut bad = c.to_bytes();
         bad[1] = 0;
         bad[2] = 0;
-        assert!(
-            NeuralConfig::from_bytes(&bad).is_err(),
-            "zero lanes accepted"
-        );
-        assert!(NeuralConfig::from_bytes(&[]).is_err());
+        assert!(CmConfig::from_bytes(&bad).is_err(), "zero lanes accepted");
+        assert!(CmConfig::from_bytes(&[]).is_err());
         for level in LEVELS {
-            let c = NeuralConfig::for_level(level, Backbone::Pac);
+            let c = CmConfig::for_level(level, Backbone::Pac);
             assert_eq!(
-                NeuralConfig::from_bytes(&c.to_bytes()).unwrap(),
+                CmConfig::from_bytes(&c.to_bytes()).unwrap(),
                 (c.clone(), None)
             );
             // The fastest levels have fewer contexts and are recorded as fast and lean.
@@ -329,40 +328,37 @@ mod tests {
         }
         // Every level but the fast one takes the TRACE backbone, recorded.
         for level in 2..=9 {
-            let c = NeuralConfig::for_level(level, Backbone::Trace);
+            let c = CmConfig::for_level(level, Backbone::Trace);
             assert_eq!(c.params.net.backbone, Backbone::Trace);
             assert!(c.params.net.hidden > 0);
             assert_eq!(
-                NeuralConfig::from_bytes(&c.to_bytes()).unwrap(),
+                CmConfig::from_bytes(&c.to_bytes()).unwrap(),
                 (c.clone(), None)
             );
         }
-        let mut wide = NeuralConfig::for_level(6, Backbone::Trace);
+        let mut wide = CmConfig::for_level(6, Backbone::Trace);
         wide.params.net.hidden = TRACE_WIDTH_MAX + 1;
         assert!(
-            NeuralConfig::from_bytes(&wide.to_bytes()).is_err(),
+            CmConfig::from_bytes(&wide.to_bytes()).is_err(),
             "a TRACE wider than its limit accepted"
         );
-        let mut bad = NeuralConfig::for_level(1, Backbone::Pac).to_bytes();
+        let mut bad = CmConfig::for_level(1, Backbone::Pac).to_bytes();
         bad[2] |= FLAG_TRACE;
         assert!(
-            NeuralConfig::from_bytes(&bad).is_err(),
+            CmConfig::from_bytes(&bad).is_err(),
             "the fast predictor with a network accepted"
         );
         // The default level keeps its short form, so its archives are unchanged.
-        assert_eq!(NeuralConfig::default().to_bytes()[0], NEURAL_DEFAULT);
-        let mut bad = NeuralConfig::for_level(1, Backbone::Pac).to_bytes();
+        assert_eq!(CmConfig::default().to_bytes()[0], NEURAL_DEFAULT);
+        let mut bad = CmConfig::for_level(1, Backbone::Pac).to_bytes();
         bad[2] = 3;
-        assert!(
-            NeuralConfig::from_bytes(&bad).is_err(),
-            "unknown flag accepted"
-        );
-        let mut bad = NeuralConfig::for_level(1, Backbone::Pac).to_bytes();
+        assert!(CmConfig::from_bytes(&bad).is_err(), "unknown flag accepted");
+        let mut bad = CmConfig::for_level(1, Backbone::Pac).to_bytes();
         *bad.last_mut().unwrap() = 0x80;
         assert!(
-            NeuralConfig::from_bytes(&bad).is_err(),
+            CmConfig::from_bytes(&bad).is_err(),
             "context past the catalogue"
         );
-        assert!(NeuralConfig::from_bytes(&c.to_bytes()[..5]).is_err());
+        assert!(CmConfig::from_bytes(&c.to_bytes()[..5]).is_err());
     }
 }

@@ -3,7 +3,7 @@
 //! whose statistics drift), and adaptive maps from a history to a probability. A history is
 //! indirect: what it predicts is learnt from what followed the same history elsewhere.
 
-use super::cm::{counter_p12, counter_update};
+use super::mixing::{counter_p12, counter_update};
 use std::sync::OnceLock;
 
 /// Largest count of one bit while the other count is 0, 1, and 2 or more.

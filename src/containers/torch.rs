@@ -9,8 +9,8 @@
 //! elements. Storages of f32, f16, bf16, f64 and fp8 take the tensor path; pickles, code,
 //! integer storages and the zip's own records stay general data.
 
-use super::detect::{around, Kind};
 use super::pickle;
+use super::{around, Kind};
 use crate::codecs::float::DType;
 use std::collections::HashMap;
 
@@ -138,7 +138,7 @@ fn legacy(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::choice::pickle::tests::state_dict;
+    use crate::containers::pickle::tests::state_dict;
 
     fn f32s(n: u32) -> Vec<u8> {
         (0..n)

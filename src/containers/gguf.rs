@@ -8,69 +8,48 @@
 //! Read here from the bytes (no well-kept Rust crate parses GGUF without loading the model);
 //! every count and length is checked against the file before it is used.
 
-use super::detect::{around, Kind};
+use super::reader::Reader;
+use super::{around, Kind};
 use crate::codecs::float::DType;
 
 /// Default alignment of the data section.
 const ALIGNMENT: u64 = 32;
 
-/// A little-endian reader over the file that fails (`None`) past its end.
-struct Reader<'a> {
-    data: &'a [u8],
-    at: usize,
+/// A GGUF string: its length, then its bytes.
+fn string<'a>(r: &mut Reader<'a>) -> Option<&'a [u8]> {
+    let n = r.u64()?;
+    r.take(n)
 }
 
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: u64) -> Option<&'a [u8]> {
-        let n = usize::try_from(n).ok()?;
-        let s = self.data.get(self.at..self.at.checked_add(n)?)?;
-        self.at += n;
-        Some(s)
-    }
-
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-
-    fn string(&mut self) -> Option<&'a [u8]> {
-        let n = self.u64()?;
-        self.take(n)
-    }
-
-    /// Skips a value of metadata type `t`; returns it as a u64 where it is an unsigned integer
-    /// of at most 64 bits (what `general.alignment` is).
-    fn value(&mut self, t: u32, depth: u32) -> Option<Option<u64>> {
-        let fixed = |n: u64, r: &mut Self| -> Option<Option<u64>> {
-            let b = r.take(n)?;
-            let mut v = [0u8; 8];
-            v[..b.len()].copy_from_slice(b);
-            Some(Some(u64::from_le_bytes(v)))
-        };
-        match t {
-            0 | 1 | 7 => fixed(1, self),
-            2 | 3 => fixed(2, self),
-            4..=6 => fixed(4, self),
-            10..=12 => fixed(8, self),
-            8 => self.string().map(|_| None),
-            // An array: element type, count, elements (arrays of arrays at most one deep).
-            9 if depth == 0 => {
-                let et = self.u32()?;
-                let n = self.u64()?;
-                // Every element takes at least a byte: a count past the file is a bad file.
-                if n > (self.data.len() - self.at) as u64 {
-                    return None;
-                }
-                for _ in 0..n {
-                    self.value(et, depth + 1)?;
-                }
-                Some(None)
+/// Skips a value of metadata type `t`; returns it as a u64 where it is an unsigned integer
+/// of at most 64 bits (what `general.alignment` is).
+fn value(r: &mut Reader, t: u32, depth: u32) -> Option<Option<u64>> {
+    let fixed = |n: u64, r: &mut Reader| -> Option<Option<u64>> {
+        let b = r.take(n)?;
+        let mut v = [0u8; 8];
+        v[..b.len()].copy_from_slice(b);
+        Some(Some(u64::from_le_bytes(v)))
+    };
+    match t {
+        0 | 1 | 7 => fixed(1, r),
+        2 | 3 => fixed(2, r),
+        4..=6 => fixed(4, r),
+        10..=12 => fixed(8, r),
+        8 => string(r).map(|_| None),
+        // An array: element type, count, elements (arrays of arrays at most one deep).
+        9 if depth == 0 => {
+            let et = r.u32()?;
+            let n = r.u64()?;
+            // Every element takes at least a byte: a count past the file is a bad file.
+            if n > r.left() as u64 {
+                return None;
             }
-            _ => None,
+            for _ in 0..n {
+                value(r, et, depth + 1)?;
+            }
+            Some(None)
         }
+        _ => None,
     }
 }
 
@@ -87,7 +66,7 @@ fn float_type(t: u32) -> Option<DType> {
 
 /// Segments of a well-formed GGUF file, or `None`.
 pub fn parts(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
-    let mut r = Reader { data, at: 0 };
+    let mut r = Reader::new(data);
     if r.take(4)? != b"GGUF" || !(2..=3).contains(&r.u32()?) {
         return None;
     }
@@ -100,16 +79,16 @@ pub fn parts(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
     }
     let mut alignment = ALIGNMENT;
     for _ in 0..kvs {
-        let key = r.string()?;
+        let key = string(&mut r)?;
         let t = r.u32()?;
-        let v = r.value(t, 0)?;
+        let v = value(&mut r, t, 0)?;
         if key == b"general.alignment" {
             alignment = v.filter(|&a| a > 0 && a.is_power_of_two() && a <= 1 << 20)?;
         }
     }
     let mut floats = Vec::new();
     for _ in 0..tensors {
-        r.string()?;
+        string(&mut r)?;
         let dims = r.u32()?;
         if dims > 8 {
             return None;
@@ -124,7 +103,7 @@ pub fn parts(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
             floats.push((offset, count.checked_mul(d.width() as u64)?, d));
         }
     }
-    let base = (r.at as u64).checked_next_multiple_of(alignment)?;
+    let base = (r.at() as u64).checked_next_multiple_of(alignment)?;
     let floats = floats
         .into_iter()
         .map(|(offset, bytes, d)| Some((base.checked_add(offset)?, bytes, d)))

@@ -8,40 +8,19 @@
 //! path; the rest (names, integer and quantized weights) stays general data. A file must end
 //! where its last alias does, and each variable's byte count match its shape.
 
-use super::detect::{around, Kind};
+use super::reader::Reader;
+use super::{around, Kind};
 use crate::codecs::float::DType;
 
 /// Variables smaller than this stay in the general data around them.
 const MIN_TENSOR: u64 = 4 << 10;
 
-/// A little-endian reader that fails (`None`) past the end.
-struct Reader<'a> {
-    data: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let s = self.data.get(self.at..self.at.checked_add(n)?)?;
-        self.at += n;
-        Some(s)
-    }
-
-    fn u8(&mut self) -> Option<u8> {
-        Some(self.take(1)?[0])
-    }
-
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-
-    /// A string: its length counts the closing NUL, and no other byte is NUL.
-    fn string(&mut self) -> Option<&'a [u8]> {
-        let n = u16::from_le_bytes(self.take(2)?.try_into().ok()?) as usize;
-        let s = self.take(n)?;
-        let (&last, text) = s.split_last()?;
-        (last == 0 && !text.contains(&0)).then_some(text)
-    }
+/// A string: its length counts the closing NUL, and no other byte is NUL.
+fn string<'a>(r: &mut Reader<'a>) -> Option<&'a [u8]> {
+    let n = r.u16()?;
+    let s = r.take(n.into())?;
+    let (&last, text) = s.split_last()?;
+    (last == 0 && !text.contains(&0)).then_some(text)
 }
 
 fn float_type(t: u8) -> Option<DType> {
@@ -66,11 +45,11 @@ fn width(t: u8) -> Option<u64> {
 /// Segments of a well-formed CTranslate2 model file with float variables of at least
 /// `MIN_TENSOR` bytes, or `None`.
 pub fn parts(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
-    let mut r = Reader { data, at: 0 };
+    let mut r = Reader::new(data);
     if !(4..=6).contains(&r.u32()?) {
         return None;
     }
-    let name = r.string()?;
+    let name = string(&mut r)?;
     if name.is_empty() || !name.iter().all(|b| b.is_ascii_graphic()) {
         return None;
     }
@@ -78,7 +57,7 @@ pub fn parts(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
     let variables = r.u32()?;
     let mut floats = Vec::new();
     for _ in 0..variables {
-        r.string()?;
+        string(&mut r)?;
         let rank = r.u8()?;
         let mut count = 1u64;
         for _ in 0..rank {
@@ -89,18 +68,18 @@ pub fn parts(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
         if count.checked_mul(width(t)?)? != bytes {
             return None;
         }
-        let start = r.at as u64;
-        r.take(usize::try_from(bytes).ok()?)?;
+        let start = r.at() as u64;
+        r.take(bytes)?;
         if let Some(d) = float_type(t).filter(|_| bytes >= MIN_TENSOR) {
             floats.push((start, bytes, d));
         }
     }
     let aliases = r.u32()?;
     for _ in 0..aliases {
-        r.string()?;
-        r.string()?;
+        string(&mut r)?;
+        string(&mut r)?;
     }
-    if r.at != data.len() {
+    if r.left() != 0 {
         return None;
     }
     around(data.len() as u64, floats)

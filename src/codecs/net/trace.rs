@@ -14,9 +14,9 @@
 //! Online training back-propagates one step: the earlier tokens' keys and values are
 //! constants, the current token's are not.
 
-use super::lanes::Lanes;
-use super::network::NetConfig;
 use super::train::{add_rows, glorot, Rng, Trainer};
+use super::NetConfig;
+use crate::codecs::lanes::Lanes;
 use crate::engine::attention::{
     attend, attend_backward, attend_update, feature_map, feature_map_backward, gelu, gelu_backward,
     layer_norm, layer_norm_backward, AttendGrads, NormGrads, Own, Readout,
@@ -751,8 +751,8 @@ impl Trace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codecs::neural::network::Backbone;
-    use crate::codecs::neural::train::tests::check_tensors;
+    use crate::codecs::net::train::tests::check_tensors;
+    use crate::codecs::net::Backbone;
 
     /// Loss -sum ln p[y] of one forward pass over the lanes at `step`.
     fn loss(

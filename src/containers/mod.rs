@@ -1,8 +1,19 @@
-//! Finds the float arrays in an input: a safetensors file (header parsed by the `safetensors`
-//! crate), a .npy file (its header parsed here), a .npz file, a GGUF file (`gguf`), an ONNX
-//! model (`onnx`), a CTranslate2 model (`ct2`), a PyTorch checkpoint (`torch`), or a raw array
-//! of a dtype the user names.
+//! Parsers of the files people store, finding the float arrays in them: safetensors
+//! (`safetensors`), .npy and .npz (`numpy`), GGUF (`gguf`), ONNX (`onnx`), CTranslate2 (`ct2`),
+//! PyTorch checkpoints (`torch`, with its `pickle` walker), or a raw array of a dtype the user
+//! names. Each parser reads only within its input through one bounded `reader::Reader` or a
+//! crate, and returns `None` on anything it does not understand; none knows a codec.
 
+mod ct2;
+mod gguf;
+mod numpy;
+mod onnx;
+mod pickle;
+mod reader;
+mod safetensors;
+mod torch;
+
+pub(crate) use self::safetensors::is_float;
 use crate::codecs::float::DType;
 use std::io::Read;
 
@@ -38,13 +49,13 @@ pub struct Segment {
 /// Splits `data` into segments, merging neighbours of the same kind. `raw` is the dtype the
 /// user gave for a file that is neither safetensors nor .npy.
 pub fn layout(data: &[u8], raw: Option<DType>) -> Vec<Segment> {
-    let parts = safetensors(data)
-        .or_else(|| npy(data))
-        .or_else(|| npz(data))
-        .or_else(|| super::gguf::parts(data))
-        .or_else(|| super::onnx::parts(data))
-        .or_else(|| super::ct2::parts(data))
-        .or_else(|| super::torch::parts(data))
+    let parts = safetensors::parts(data)
+        .or_else(|| numpy::npy(data))
+        .or_else(|| numpy::npz(data))
+        .or_else(|| gguf::parts(data))
+        .or_else(|| onnx::parts(data))
+        .or_else(|| ct2::parts(data))
+        .or_else(|| torch::parts(data))
         .unwrap_or_else(|| match raw {
             Some(d) => vec![(data.len() as u64, Kind::Tensor(d))],
             None => vec![(data.len() as u64, Kind::General)],
@@ -80,67 +91,6 @@ fn merge(parts: Vec<(u64, Kind)>) -> Vec<Segment> {
 /// Tensors of at least this many bytes get a segment (and so blocks) of their own.
 const OWN_SEGMENT: u64 = 64 << 10;
 
-fn tensor_kind(d: safetensors::Dtype) -> Kind {
-    match d {
-        safetensors::Dtype::F16 => Kind::Tensor(DType::F16),
-        safetensors::Dtype::BF16 => Kind::Tensor(DType::BF16),
-        safetensors::Dtype::F32 => Kind::Tensor(DType::F32),
-        safetensors::Dtype::F64 => Kind::Tensor(DType::F64),
-        safetensors::Dtype::F8_E4M3 => Kind::Tensor(DType::F8E4M3),
-        safetensors::Dtype::F8_E5M2 => Kind::Tensor(DType::F8E5M2),
-        safetensors::Dtype::I8 | safetensors::Dtype::U8 => Kind::Quantized,
-        _ => Kind::General,
-    }
-}
-
-/// Whether tensors of safetensors dtype `d` take the float codecs.
-pub(super) fn is_float(d: safetensors::Dtype) -> bool {
-    matches!(tensor_kind(d), Kind::Tensor(_))
-}
-
-/// Segments of a well-formed safetensors file, or `None`.
-fn safetensors(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
-    // Cheap checks first: header length in range and a JSON object right after it.
-    let n = u64::from_le_bytes(data.get(..8)?.try_into().ok()?);
-    if n < 2 || n > data.len() as u64 - 8 || data[8] != b'{' {
-        return None;
-    }
-    let (header_len, meta) = safetensors::SafeTensors::read_metadata(data).ok()?;
-    let mut parts = tensor_parts(&meta, 8 + header_len as u64, Some(data.len() as u64))?;
-    let at: u64 = parts.iter().map(|p| p.0).sum();
-    parts.push((data.len() as u64 - at, Kind::General));
-    Some(parts)
-}
-
-/// Header segment and tensor segments (in file order) of safetensors metadata whose data
-/// starts at `base`; `None` if tensors overlap or run past `total`.
-fn tensor_parts(
-    meta: &safetensors::tensor::Metadata,
-    base: u64,
-    total: Option<u64>,
-) -> Option<Vec<(u64, Kind)>> {
-    let mut tensors: Vec<_> = meta.tensors().into_values().collect();
-    tensors.sort_by_key(|t| t.data_offsets);
-    let mut parts = vec![(base, Kind::TensorHeader)];
-    let mut at = base;
-    for t in tensors {
-        let s = base.checked_add(t.data_offsets.0 as u64)?;
-        let e = base.checked_add(t.data_offsets.1 as u64)?;
-        if s < at || e < s || total.is_some_and(|n| e > n) {
-            return None;
-        }
-        parts.push((s - at, Kind::General));
-        // Only whole elements go to the planes codec.
-        let kind = match tensor_kind(t.dtype) {
-            Kind::Tensor(d) if (e - s) % d.width() as u64 != 0 => Kind::General,
-            k => k,
-        };
-        parts.push((e - s, kind));
-        at = e;
-    }
-    Some(parts)
-}
-
 /// Largest safetensors header read from a stream to find its structure.
 const MAX_STREAM_HEADER: u64 = 16 << 20;
 
@@ -155,7 +105,7 @@ pub fn sniff_stream(input: &mut impl Read) -> std::io::Result<(Vec<u8>, Option<V
     }
     if head.starts_with(b"\x93NUMPY") {
         input.by_ref().take(4).read_to_end(&mut head)?;
-        let Some((start, len)) = npy_preamble(&head) else {
+        let Some((start, len)) = numpy::npy_preamble(&head) else {
             return Ok((head, None));
         };
         if len as u64 > MAX_STREAM_HEADER {
@@ -163,7 +113,7 @@ pub fn sniff_stream(input: &mut impl Read) -> std::io::Result<(Vec<u8>, Option<V
         }
         let want = (start + len).saturating_sub(head.len()) as u64;
         input.by_ref().take(want).read_to_end(&mut head)?;
-        let parts = npy_header(&head).map(|(end, dtype, bytes)| {
+        let parts = numpy::npy_header(&head).map(|(end, dtype, bytes)| {
             vec![
                 (end as u64, Kind::TensorHeader),
                 (bytes, Kind::Tensor(dtype)),
@@ -179,57 +129,15 @@ pub fn sniff_stream(input: &mut impl Read) -> std::io::Result<(Vec<u8>, Option<V
     if head.len() as u64 != 8 + n || head[8] != b'{' {
         return Ok((head, None));
     }
-    let parts = serde_json::from_slice::<safetensors::tensor::Metadata>(&head[8..])
+    let parts = serde_json::from_slice::<::safetensors::tensor::Metadata>(&head[8..])
         .ok()
-        .and_then(|meta| tensor_parts(&meta, 8 + n, None));
+        .and_then(|meta| safetensors::tensor_parts(&meta, 8 + n, None));
     Ok((head, parts.map(merge)))
-}
-
-/// Segments of a .npy file holding little-endian floats, or `None`.
-fn npy(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
-    let (end, dtype, bytes) = npy_header(data)?;
-    let rest = (data.len() - end) as u64;
-    if bytes > rest {
-        return None;
-    }
-    Some(vec![
-        (end as u64, Kind::TensorHeader),
-        (bytes, Kind::Tensor(dtype)),
-        (rest - bytes, Kind::General),
-    ])
-}
-
-/// A numpy .npz file (a zip of .npy files): the data of each stored (uncompressed) float
-/// array takes the tensor path, everything else (zip and .npy headers, compressed members, the
-/// zip's directory) the general one.
-fn npz(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
-    if !data.starts_with(b"PK\x03\x04") {
-        return None;
-    }
-    let mut zip = zip::ZipArchive::new(std::io::Cursor::new(data)).ok()?;
-    let mut arrays = Vec::new();
-    for i in 0..zip.len() {
-        let Ok(f) = zip.by_index_raw(i) else {
-            continue;
-        };
-        let npy = f.name().is_ok_and(|n| n.ends_with(".npy"));
-        if f.compression() != zip::CompressionMethod::Stored || !npy {
-            continue;
-        }
-        let start = f.data_start()? as usize;
-        let member = data.get(start..start.checked_add(f.compressed_size() as usize)?)?;
-        if let Some((end, dtype, bytes)) = npy_header(member) {
-            if bytes <= (member.len() - end) as u64 {
-                arrays.push(((start + end) as u64, bytes, dtype));
-            }
-        }
-    }
-    around(data.len() as u64, arrays)
 }
 
 /// The parts of a file of `total` bytes whose float arrays are `floats` (start, length, type):
 /// general data around them. `None` if there are none, or they overlap or run past the end.
-pub(super) fn around(total: u64, mut floats: Vec<(u64, u64, DType)>) -> Option<Vec<(u64, Kind)>> {
+fn around(total: u64, mut floats: Vec<(u64, u64, DType)>) -> Option<Vec<(u64, Kind)>> {
     if floats.is_empty() {
         return None;
     }
@@ -247,82 +155,6 @@ pub(super) fn around(total: u64, mut floats: Vec<(u64, u64, DType)>) -> Option<V
     }
     parts.push((total - at, Kind::General));
     Some(parts)
-}
-
-/// Length of the .npy preamble (magic, version, header length) before the header, from its
-/// first 12 bytes, or `None` if they are not one.
-fn npy_preamble(data: &[u8]) -> Option<(usize, usize)> {
-    if data.get(..6)? != b"\x93NUMPY" {
-        return None;
-    }
-    match *data.get(6)? {
-        1 => Some((
-            10,
-            u16::from_le_bytes([*data.get(8)?, *data.get(9)?]) as usize,
-        )),
-        2 | 3 => Some((
-            12,
-            u32::from_le_bytes(data.get(8..12)?.try_into().ok()?) as usize,
-        )),
-        _ => None,
-    }
-}
-
-/// From a .npy file's start: where its data begins, its float type and its data length.
-fn npy_header(data: &[u8]) -> Option<(usize, DType, u64)> {
-    let (start, len) = npy_preamble(data)?;
-    let end = start.checked_add(len)?;
-    let header = std::str::from_utf8(data.get(start..end)?).ok()?;
-    let dtype = match field(header, "descr")?.trim_matches(|c| c == '\'' || c == '"') {
-        "<f2" => DType::F16,
-        "<f4" => DType::F32,
-        "<f8" => DType::F64,
-        _ => return None,
-    };
-    let shape = field(header, "shape")?;
-    let mut count = 1u64;
-    for dim in shape
-        .trim_matches(|c| c == '(' || c == ')')
-        .split(',')
-        .map(str::trim)
-        .filter(|d| !d.is_empty())
-    {
-        count = count.checked_mul(dim.parse().ok()?)?;
-    }
-    Some((end, dtype, count.checked_mul(dtype.width() as u64)?))
-}
-
-/// Text of `key`'s value in a .npy header dictionary (up to the next top-level comma).
-fn field<'a>(header: &'a str, key: &str) -> Option<&'a str> {
-    let at = header.find(&format!("'{key}'"))? + key.len() + 2;
-    let rest = header[at..].trim_start().strip_prefix(':')?.trim_start();
-    let mut depth = 0i32;
-    for (i, c) in rest.char_indices() {
-        match c {
-            '(' | '[' => depth += 1,
-            ')' | ']' => depth -= 1,
-            ',' | '}' if depth == 0 => return Some(rest[..i].trim()),
-            _ => {}
-        }
-    }
-    None
-}
-
-/// Share of bytes in a text (printable ASCII, tabs, line ends, and any byte of 128 or more,
-/// as in UTF-8) at or above which data looks like text: binaries measured here stay under
-/// three quarters, a terminal transcript with escape sequences is above nine tenths.
-const TEXT_MIN: f64 = 0.85;
-
-/// Bytes of an input's start that decide whether its archive names the text pack.
-pub const TEXT_HEAD: usize = 64 << 10;
-
-/// Whether `data` looks like text, for the choice of a text pack.
-pub fn looks_like_text(data: &[u8]) -> bool {
-    let texty = data
-        .iter()
-        .filter(|&&b| matches!(b, b'\t' | b'\n' | b'\r' | 0x20..=0x7e | 0x80..))
-        .count();
-    !data.is_empty() && texty as f64 >= TEXT_MIN * data.len() as f64
 }
 
 #[cfg(test)]

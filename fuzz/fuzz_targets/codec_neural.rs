@@ -1,4 +1,0 @@
-//! Fuzz target `codec-neural`: see `sep::internals::fuzz`.
-#![no_main]
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| sep::internals::fuzz("codec-neural", data));
