@@ -431,7 +431,7 @@ pub mod internals {
                 let base: Vec<u8> = (0..1u32 << 16)
                     .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
                     .collect();
-                let decoder = crate::codecs::Decoder {
+                let decoder = crate::codecs::Setup {
                     cm: &cm,
                     backend: &backend,
                     progress: &|_| {},

@@ -5,8 +5,8 @@
 //! row width and byte layout searched, the shapes tried on a slice with the fast predictor,
 //! and the best checked with the block's own model.
 
-use crate::codecs::cm::{Backend, CmConfig, DEFAULT_LEVEL};
-use crate::codecs::field::{self, zigzag, Shape};
+use crate::codecs::cm::{Backend, CmConfig};
+use crate::codecs::field::{self, residual_model, zigzag, Shape};
 
 /// Values in the middle of a block that the smoothness test and the width search look at.
 const PROBE: usize = 16 << 10;
@@ -142,16 +142,6 @@ pub fn candidates(data: &[u8]) -> Vec<Shape> {
     shapes
 }
 
-/// The model that codes a field's residuals, for a block whose model is `model`: up to the
-/// default level, whose speed is bounded, lean mixing (on residuals it takes a few percent
-/// more bytes and about 40% less time), beyond it the block's own.
-pub fn residual_model(model: &CmConfig) -> CmConfig {
-    match model.level <= DEFAULT_LEVEL {
-        true => model.without_pack().leaned(),
-        false => model.without_pack(),
-    }
-}
-
 /// The shape in which the field codec promises to beat the context-mixing codec's `model` on `data`,
 /// or `None`: the candidates tried on a slice with the fast predictor, and the best of each
 /// value size checked on smaller slices, its residuals with the model that would code them
@@ -200,7 +190,7 @@ mod tests {
     #[test]
     fn residuals_mix_leanly_up_to_the_default_level() {
         let at = |level| residual_model(&CmConfig::for_level(level, <_>::default()));
-        assert!(at(DEFAULT_LEVEL).params.lean && at(3).params.lean);
+        assert!(at(crate::codecs::cm::DEFAULT_LEVEL).params.lean && at(3).params.lean);
         assert!(!at(7).params.lean && !at(9).params.lean);
         assert_eq!(at(9).params, CmConfig::for_level(9, <_>::default()).params);
     }

@@ -8,7 +8,9 @@
 //! smallest power of two at least the block's length, from 4 KiB to `MAX_DICT`; the literal
 //! and position settings are in the stream.
 
+use super::{BlockCodec, Seen, Setup};
 use crate::error::{Error, Result};
+use crate::format::Codec;
 use liblzma::stream::{Action, Filters, LzmaOptions, Status, Stream, PRESET_EXTREME};
 
 /// Largest dictionary: with preset 9 the encoder takes about 11 times this in memory.
@@ -98,6 +100,42 @@ pub fn decode(payload: &[u8], raw_len: usize, out: &mut Vec<u8>) -> Result<()> {
         return Err(Error::Corrupt("lzma block of the wrong length".into()));
     }
     Ok(())
+}
+
+/// The LZMA codec with its encoder's literal and effort settings (decoding needs neither).
+pub struct Lzma {
+    /// How literals are modelled.
+    pub literals: Literals,
+    /// Which preset.
+    pub effort: Effort,
+}
+
+impl BlockCodec for Lzma {
+    fn codec(&self) -> Codec {
+        Codec::Lzma
+    }
+
+    fn encode_into(&self, data: &[u8], _: &Setup, out: &mut Vec<u8>) -> bool {
+        match encode(data, self.literals, self.effort) {
+            Some(p) => {
+                *out = p;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn decode(
+        &self,
+        payload: &[u8],
+        raw_len: usize,
+        _: &Setup,
+        out: &mut Vec<u8>,
+        _: &mut dyn FnMut(&[u8]),
+    ) -> Result<Seen> {
+        decode(payload, raw_len, out)?;
+        Ok(Seen::Nothing)
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,9 @@
 //! context per thread: a fresh context allocates its tables anew, and their first touch (page
 //! faults) cost more than compressing a 64 KiB sample, once per block.
 
+use super::{BlockCodec, Seen, Setup};
 use crate::error::{Error, Result};
+use crate::format::Codec;
 use std::cell::RefCell;
 use zstd::bulk::{Compressor, Decompressor};
 
@@ -66,6 +68,40 @@ pub fn decompress_to(payload: &[u8], out: &mut Vec<u8>) -> std::io::Result<usize
         out.clear();
         z.decompress_to_buffer(payload, out)
     })
+}
+
+/// The zstd codec at `level` (decoding needs no level).
+pub struct Zstd {
+    /// The compression level.
+    pub level: i32,
+}
+
+impl BlockCodec for Zstd {
+    fn codec(&self) -> Codec {
+        Codec::Zstd
+    }
+
+    fn encode_into(&self, data: &[u8], _: &Setup, out: &mut Vec<u8>) -> bool {
+        match compress(data, self.level) {
+            Some(z) => {
+                *out = z;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn decode(
+        &self,
+        payload: &[u8],
+        raw_len: usize,
+        _: &Setup,
+        out: &mut Vec<u8>,
+        _: &mut dyn FnMut(&[u8]),
+    ) -> Result<Seen> {
+        decode(payload, raw_len, out)?;
+        Ok(Seen::Nothing)
+    }
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ pub use options::{Options, PackChoice, Stats, DEFAULT_BLOCK_SIZE, DEFAULT_MEMORY
 use crate::choice::base::find;
 use crate::choice::{code_block, Place};
 use crate::codecs::cm::{CmConfig, CpuBackend};
-use crate::codecs::{self, Decoder, ProgressFn};
+use crate::codecs::{self, ProgressFn, Setup};
 use crate::containers::Kind;
 use crate::engine::ENGINE_VERSION;
 use crate::error::{Error, Result};
@@ -150,7 +150,13 @@ fn compress_blocks<'a>(
                 tensor_file,
                 base: against,
             };
-            let (codec, payload) = code_block(&data, place, &backend, model, progress, spare);
+            let setup = Setup {
+                cm: model,
+                backend: &backend,
+                progress,
+                base: None,
+            };
+            let (codec, payload) = code_block(&data, place, &setup, spare);
             let payload_hash = match codec {
                 Codec::Stored => raw_hash,
                 _ => xxh3_64(&payload),
@@ -249,7 +255,7 @@ pub(crate) fn decompress_to_vec<'a>(
 /// Appends block `index` (record `rec`, checked payload `payload`) to `data` through its
 /// codec, checked against the record; returns its checksum.
 fn decode_block(
-    decoder: &Decoder,
+    decoder: &Setup,
     index: usize,
     rec: &BlockRecord,
     payload: &[u8],
@@ -263,7 +269,7 @@ fn decode_block(
         true => decoder,
         false => {
             unpacked = decoder.cm.without_pack();
-            &Decoder {
+            &Setup {
                 cm: &unpacked,
                 ..*decoder
             }
@@ -330,7 +336,7 @@ fn decode_archive<'a, W: Write>(
     let (payloads, blocks) = (Buffers::new(), Buffers::with_room(room));
     let returns = input.returns();
     let backend = CpuBackend::default();
-    let decoder = Decoder {
+    let decoder = Setup {
         cm: &cm,
         backend: &backend,
         progress,

@@ -22,9 +22,10 @@ pub use config::{CmConfig, DEFAULT_LEVEL, LEVELS};
 pub use pack::{Geometry, Pack, PackId};
 pub use predictor::{Params, Predictor, Workspace};
 
-use super::ProgressFn;
+use super::{BlockCodec, ProgressFn, Seen, Setup};
 use crate::entropy::{BitDecoder, BitEncoder};
 use crate::error::{Error, Result};
+use crate::format::{cm_fits, Codec};
 use crossbeam_channel::bounded;
 use fast::FastPredictor;
 use std::borrow::Cow;
@@ -411,4 +412,37 @@ fn decode_with(
     }
     reported.finish();
     Ok(())
+}
+/// The context-mixing codec, with the `Setup`'s configuration and backend. It declines a
+/// payload of more than `CM_MAX_RATIO` bytes per byte, which decoders refuse (the codec pads
+/// to the limit, so a block is never near it).
+pub struct Cm;
+
+impl BlockCodec for Cm {
+    fn codec(&self) -> Codec {
+        Codec::Cm
+    }
+
+    fn encode_into(&self, data: &[u8], setup: &Setup, out: &mut Vec<u8>) -> bool {
+        *out = setup.backend.encode(data, setup.cm, setup.progress);
+        cm_fits(data.len() as u64, out.len() as u64)
+    }
+
+    fn decode(
+        &self,
+        payload: &[u8],
+        raw_len: usize,
+        setup: &Setup,
+        out: &mut Vec<u8>,
+        _: &mut dyn FnMut(&[u8]),
+    ) -> Result<Seen> {
+        setup
+            .backend
+            .decode(payload, raw_len, setup.cm, setup.progress, out)?;
+        Ok(Seen::Nothing)
+    }
+
+    fn reports_progress(&self) -> bool {
+        true
+    }
 }

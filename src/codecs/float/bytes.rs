@@ -18,8 +18,10 @@
 //! present and in the same group of 8 (the next smaller mantissa), the zigzag of the difference
 //! to it; otherwise its frequency minus 1.
 
+use crate::codecs::{BlockCodec, Seen, Setup};
 use crate::entropy::rans::{self, fit, Decoder, Words, LOW, WAYS};
 use crate::error::{Error, Result};
+use crate::format::Codec;
 use crate::simd::{level, Level};
 
 /// Fewest and most bits of precision a table may have.
@@ -459,6 +461,32 @@ mod avx512 {
         w.pos = pos;
         done
     }
+    }
+}
+
+/// The byte-table codec.
+pub struct Bytes;
+
+impl BlockCodec for Bytes {
+    fn codec(&self) -> Codec {
+        Codec::Bytes
+    }
+
+    fn encode_into(&self, data: &[u8], _: &Setup, out: &mut Vec<u8>) -> bool {
+        *out = encode(data);
+        true
+    }
+
+    fn decode(
+        &self,
+        payload: &[u8],
+        raw_len: usize,
+        _: &Setup,
+        out: &mut Vec<u8>,
+        seen: &mut dyn FnMut(&[u8]),
+    ) -> Result<Seen> {
+        decode(payload, raw_len, out, seen)?;
+        Ok(Seen::All)
     }
 }
 

@@ -20,8 +20,10 @@ use super::adaptive::{put_prefixed, put_values_and_tail, Context, PayloadReader,
 use super::ibp::{bit_length, BitReader, BitWriter};
 use super::planes::read;
 use super::DType;
+use crate::codecs::{BlockCodec, Seen, Setup};
 use crate::entropy::rans;
 use crate::error::{Error, Result};
+use crate::format::Codec;
 
 /// Row distances remembered for `REP` events.
 const REPS: usize = 4;
@@ -600,6 +602,40 @@ fn expand<'a, const W: usize>(
         return Err(corrupt("literals left over"));
     }
     Ok(rans::Decoder::join(st, words))
+}
+
+/// The copies codec for values of `dtype`.
+pub struct Copies {
+    /// The values' type.
+    pub dtype: DType,
+}
+
+impl BlockCodec for Copies {
+    fn codec(&self) -> Codec {
+        Codec::Copies
+    }
+
+    fn encode_into(&self, data: &[u8], _: &Setup, out: &mut Vec<u8>) -> bool {
+        match encode_chosen(data, self.dtype) {
+            Some(p) => {
+                *out = p;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn decode(
+        &self,
+        payload: &[u8],
+        raw_len: usize,
+        _: &Setup,
+        out: &mut Vec<u8>,
+        _: &mut dyn FnMut(&[u8]),
+    ) -> Result<Seen> {
+        decode(payload, raw_len, out)?;
+        Ok(Seen::Nothing)
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ mod adaptive;
 pub mod bytes;
 mod carry;
 pub mod copies;
+pub mod delta;
 pub mod distinct;
 mod fill;
 pub mod ibp;
@@ -16,9 +17,11 @@ pub mod recent;
 pub mod repeated;
 pub mod rounding;
 pub mod scaled;
+pub mod swapped;
 pub mod tensor_header;
 
-pub use planes::{decode, encode, encode_append, encode_into};
+use planes::decode_as as decode_append;
+pub use planes::{decode, encode, encode_append, encode_into, Planes};
 
 use crate::error::{Error, Result};
 
@@ -28,17 +31,6 @@ pub fn swap_order(bytes: &mut [u8], width: usize) {
     for v in bytes.chunks_exact_mut(width) {
         v.reverse();
     }
-}
-
-/// Decodes a tensor payload, appending it to `out`; `seen` gets the output piece by piece, in
-/// order, as it is written.
-pub fn decode_append(
-    payload: &[u8],
-    raw_len: usize,
-    out: &mut Vec<u8>,
-    seen: &mut dyn FnMut(&[u8]),
-) -> Result<()> {
-    planes::decode_as(payload, raw_len, out, seen)
 }
 
 /// Element type of a float array.

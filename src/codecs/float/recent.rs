@@ -14,8 +14,10 @@ use super::adaptive::{
 use super::distinct::Distinct;
 use super::planes::read;
 use super::DType;
+use crate::codecs::{BlockCodec, Seen, Setup};
 use crate::entropy::rans;
 use crate::error::{Error, Result};
+use crate::format::Codec;
 use crate::simd::leveled;
 use std::hint::select_unpredictable;
 
@@ -424,6 +426,39 @@ fn decode_w<const W: usize>(
         return Err(corrupt("unused misses"));
     }
     rans::Decoder::join(st, words).finish()
+}
+
+/// The recent-values codec for values of `dtype`, keeping the last `size` distinct values
+/// (what `choose` found best).
+pub struct Recent {
+    /// The values' type.
+    pub dtype: DType,
+    /// Distinct values kept.
+    pub size: usize,
+}
+
+impl BlockCodec for Recent {
+    fn codec(&self) -> Codec {
+        Codec::Recent
+    }
+
+    fn encode_into(&self, data: &[u8], _: &Setup, out: &mut Vec<u8>) -> bool {
+        out.clear();
+        encode_into(data, self.dtype, self.size, out);
+        true
+    }
+
+    fn decode(
+        &self,
+        payload: &[u8],
+        raw_len: usize,
+        _: &Setup,
+        out: &mut Vec<u8>,
+        _: &mut dyn FnMut(&[u8]),
+    ) -> Result<Seen> {
+        decode(payload, raw_len, out)?;
+        Ok(Seen::Nothing)
+    }
 }
 
 #[cfg(test)]

@@ -18,8 +18,10 @@ use super::adaptive::{
 use super::ibp::{bit_length, BitReader, BitWriter};
 use super::planes::read;
 use super::DType;
+use crate::codecs::{BlockCodec, Seen, Setup};
 use crate::entropy::rans;
 use crate::error::{Error, Result};
+use crate::format::Codec;
 
 /// Entries of the most-recently-used list.
 const SIZE: usize = 16;
@@ -356,6 +358,43 @@ impl Merge {
             }
         }
         Ok(())
+    }
+}
+
+/// The repeated-values codec for values of `dtype`.
+pub struct Repeated {
+    /// The values' type.
+    pub dtype: DType,
+}
+
+impl BlockCodec for Repeated {
+    fn codec(&self) -> Codec {
+        Codec::Repeated
+    }
+
+    fn encode_into(&self, data: &[u8], _: &Setup, out: &mut Vec<u8>) -> bool {
+        match encode_chosen(data, self.dtype, std::mem::take(out)) {
+            Ok(r) => {
+                *out = r.payload;
+                true
+            }
+            Err(back) => {
+                *out = back;
+                false
+            }
+        }
+    }
+
+    fn decode(
+        &self,
+        payload: &[u8],
+        raw_len: usize,
+        _: &Setup,
+        out: &mut Vec<u8>,
+        seen: &mut dyn FnMut(&[u8]),
+    ) -> Result<Seen> {
+        decode(payload, raw_len, out, seen)?;
+        Ok(Seen::All)
     }
 }
 

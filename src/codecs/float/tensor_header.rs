@@ -3,7 +3,9 @@
 //! difference from what its dtype and shape give, both left empty when zero (they nearly always
 //! are), then zstd-coded. The rewrite is kept only where it reverses to the exact bytes.
 
+use crate::codecs::{BlockCodec, Seen, Setup};
 use crate::error::{Error, Result};
+use crate::format::Codec;
 
 /// The key whose numbers are rewritten.
 const KEY: &[u8] = b"\"data_offsets\":[";
@@ -173,6 +175,37 @@ pub fn decode(payload: &[u8], raw_len: usize, out: &mut Vec<u8>) -> Result<()> {
     }
     out.extend_from_slice(&data);
     Ok(())
+}
+
+/// The tensor-header codec.
+pub struct TensorHeader;
+
+impl BlockCodec for TensorHeader {
+    fn codec(&self) -> Codec {
+        Codec::TensorHeader
+    }
+
+    fn encode_into(&self, data: &[u8], _: &Setup, out: &mut Vec<u8>) -> bool {
+        match encode(data) {
+            Some(p) => {
+                *out = p;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn decode(
+        &self,
+        payload: &[u8],
+        raw_len: usize,
+        _: &Setup,
+        out: &mut Vec<u8>,
+        _: &mut dyn FnMut(&[u8]),
+    ) -> Result<Seen> {
+        decode(payload, raw_len, out)?;
+        Ok(Seen::Nothing)
+    }
 }
 
 #[cfg(test)]

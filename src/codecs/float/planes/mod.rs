@@ -27,8 +27,10 @@ pub(crate) use fields::read;
 pub(crate) use tables::{Contexts, Tables};
 
 use super::{carry, ibp, interleaved, DType};
+use crate::codecs::{BlockCodec, Seen, Setup};
 use crate::entropy::rans;
 use crate::error::{Error, Result};
+use crate::format::Codec;
 use crate::simd::Level;
 use fields::{join_all, look_up, split_all, spread_residuals, Fields};
 use prior::{survey, Prior};
@@ -377,6 +379,35 @@ pub fn encode_into(data: &[u8], dtype: DType, out: &mut Vec<u8>) {
 /// `encode`, appended to `out`.
 pub fn encode_append(data: &[u8], dtype: DType, out: &mut Vec<u8>) {
     encode_to(data, dtype, crate::simd::level(), out)
+}
+
+/// The planes codec for values of `dtype`.
+pub struct Planes {
+    /// The values' type.
+    pub dtype: DType,
+}
+
+impl BlockCodec for Planes {
+    fn codec(&self) -> Codec {
+        Codec::Planes
+    }
+
+    fn encode_into(&self, data: &[u8], _: &Setup, out: &mut Vec<u8>) -> bool {
+        encode_into(data, self.dtype, out);
+        true
+    }
+
+    fn decode(
+        &self,
+        payload: &[u8],
+        raw_len: usize,
+        _: &Setup,
+        out: &mut Vec<u8>,
+        seen: &mut dyn FnMut(&[u8]),
+    ) -> Result<Seen> {
+        decode_as(payload, raw_len, out, seen)?;
+        Ok(Seen::All)
+    }
 }
 
 #[cfg(test)]

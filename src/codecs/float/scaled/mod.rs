@@ -18,8 +18,10 @@ use super::adaptive::{
 };
 use super::rounding::Form;
 use super::DType;
+use crate::codecs::{BlockCodec, Seen, Setup};
 use crate::entropy::rans;
 use crate::error::{Error, Result};
+use crate::format::Codec;
 use crate::simd::leveled;
 
 /// Largest integer magnitude coded as a level.
@@ -813,6 +815,40 @@ fn values<const W: usize, const F: u8>(
     }
     out.extend_from_slice(tail);
     rans::Decoder::join(st, words).finish()
+}
+
+/// The scaled-integers codec for values of `dtype`.
+pub struct Scaled {
+    /// The values' type.
+    pub dtype: DType,
+}
+
+impl BlockCodec for Scaled {
+    fn codec(&self) -> Codec {
+        Codec::Scaled
+    }
+
+    fn encode_into(&self, data: &[u8], _: &Setup, out: &mut Vec<u8>) -> bool {
+        match encode_chosen(data, self.dtype) {
+            Some(p) => {
+                *out = p;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn decode(
+        &self,
+        payload: &[u8],
+        raw_len: usize,
+        _: &Setup,
+        out: &mut Vec<u8>,
+        _: &mut dyn FnMut(&[u8]),
+    ) -> Result<Seen> {
+        decode(payload, raw_len, out)?;
+        Ok(Seen::Nothing)
+    }
 }
 
 #[cfg(test)]

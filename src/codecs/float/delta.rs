@@ -15,8 +15,10 @@
 //! the length R of the range-coded stream (8 bytes LE), the stream (`entropy::range`, R bytes),
 //! then the raw bits, packed from each byte's lowest bit up.
 
+use crate::codecs::{BlockCodec, Seen, Setup};
 use crate::entropy::{BitDecoder, BitEncoder};
 use crate::error::{Error, Result};
+use crate::format::Codec;
 
 /// Bits under a difference's leading one that get adaptive probabilities; the rest are near
 /// uniform and are written as they are.
@@ -75,14 +77,14 @@ trait Coder {
     fn raw(&mut self, n: u32, bits: u64) -> Result<u64>;
 }
 
-struct Writer {
+struct DeltaEncoder {
     range: BitEncoder,
     raw: Vec<u8>,
     acc: u64,
     filled: u32,
 }
 
-impl Coder for Writer {
+impl Coder for DeltaEncoder {
     #[inline]
     fn bit(&mut self, b: &mut Bit, bit: bool) -> Result<bool> {
         self.range.encode_bit(bit, b.p as u32);
@@ -103,7 +105,7 @@ impl Coder for Writer {
     }
 }
 
-struct Reader<'a> {
+struct DeltaDecoder<'a> {
     range: BitDecoder,
     raw: &'a [u8],
     at: usize,
@@ -111,7 +113,7 @@ struct Reader<'a> {
     filled: u32,
 }
 
-impl Coder for Reader<'_> {
+impl Coder for DeltaDecoder<'_> {
     #[inline]
     fn bit(&mut self, b: &mut Bit, _: bool) -> Result<bool> {
         let bit = self.range.decode_bit(b.p as u32)?;
@@ -262,7 +264,7 @@ pub fn encode(data: &[u8], base: &[u8], base_offset: u64, width: usize) -> Optio
     if !supports(width) || data.len() != base.len() || !data.len().is_multiple_of(width) {
         return None;
     }
-    let mut w = Writer {
+    let mut w = DeltaEncoder {
         range: BitEncoder::new(),
         raw: Vec::new(),
         acc: 0,
@@ -316,7 +318,7 @@ pub fn decode(payload: &[u8], base: &[u8], raw_len: usize, out: &mut Vec<u8>) ->
         .filter(|&n| n <= rest.len())
         .ok_or(Error::Truncated("delta block's stream"))?;
     let (stream, raw) = rest.split_at(stream_len);
-    let mut r = Reader {
+    let mut r = DeltaDecoder {
         range: BitDecoder::new(stream)?,
         raw,
         at: 0,
@@ -335,6 +337,47 @@ pub fn decode(payload: &[u8], base: &[u8], raw_len: usize, out: &mut Vec<u8>) ->
     Ok(())
 }
 
+/// The delta codec: a block against the values `base.1` of the base file, which start at
+/// `base.0` in it, as values of `width` bytes. Decoding reads the offset from the payload and
+/// the base file from the `Setup`.
+pub struct Delta<'a> {
+    /// Where the block's base values start in the base file, and those values.
+    pub base: (u64, &'a [u8]),
+    /// Bytes per value.
+    pub width: usize,
+}
+
+impl BlockCodec for Delta<'_> {
+    fn codec(&self) -> Codec {
+        Codec::Delta
+    }
+
+    fn encode_into(&self, data: &[u8], _: &Setup, out: &mut Vec<u8>) -> bool {
+        match encode(data, self.base.1, self.base.0, self.width) {
+            Some(p) => {
+                *out = p;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn decode(
+        &self,
+        payload: &[u8],
+        raw_len: usize,
+        setup: &Setup,
+        out: &mut Vec<u8>,
+        _: &mut dyn FnMut(&[u8]),
+    ) -> Result<Seen> {
+        let base = setup.base.ok_or_else(|| {
+            Error::Corrupt("a delta block in an archive made against no base".into())
+        })?;
+        decode(payload, base, raw_len, out)?;
+        Ok(Seen::Nothing)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,7 +386,7 @@ mod tests {
     /// The f32 weights of the test convolution file, and the same after an optimizer step of
     /// `lr` in a direction of random signs, with a share of them left as they were.
     fn checkpoints(lr: f32) -> (Vec<u8>, Vec<u8>) {
-        let file = include_bytes!("../../tests/data/conv.safetensors");
+        let file = include_bytes!("../../../tests/data/conv.safetensors");
         let n = u64::from_le_bytes(file[..8].try_into().unwrap()) as usize;
         let base = file[8 + n..].to_vec();
         let mut s = 7u64;
