@@ -29,7 +29,7 @@ fn main() -> Result<(), String> {
     let lanes = Lanes::new(data.len(), 1, 1);
     let mut net = match backbone {
         Backbone::Trace => Network::Trace(Box::new(Trace::new(cfg, 1, window))),
-        Backbone::Pac => Network::new(cfg, 1),
+        _ => Network::new(cfg, 1),
     };
     let mut bits = 0f64;
     let t = std::time::Instant::now();

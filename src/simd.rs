@@ -106,6 +106,7 @@ pub fn set_level(wanted: Level) -> Level {
 
 /// SIMD level the kernels run at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Level {
     /// Portable scalar code, the reference every other level must match bit for bit.
     Scalar,

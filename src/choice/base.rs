@@ -57,9 +57,9 @@ impl Base {
 
     /// Where the float tensors of `new` sit in the base: for each tensor matched, its span,
     /// neighbours that are neighbours in both files merged. Empty where nothing matches.
-    /// `layout`: `new`'s segments, as `detect::layout` found them with `dtype` (what a file in
+    /// `layout`: `new`'s segments, as `containers::layout` found them with `dtype` (what a file in
     /// no container holds, `--dtype`).
-    pub fn spans(&self, new: &[u8], layout: &[Segment], dtype: Option<DType>) -> Vec<Span> {
+    pub(crate) fn spans(&self, new: &[u8], layout: &[Segment], dtype: Option<DType>) -> Vec<Span> {
         match (tensors(new), tensors(self.bytes())) {
             (Some(new), Some(old)) => by_name(&new, &old),
             _ => by_order(layout, &crate::containers::layout(self.bytes(), dtype)),

@@ -48,6 +48,7 @@ pub const TAIL_LEN: u64 = 12;
 
 /// How a block's payload is coded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Codec {
     /// Payload is the raw bytes.
     Stored,

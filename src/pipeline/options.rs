@@ -35,6 +35,7 @@ const AUTO_PACK_MIN: usize = 256;
 
 /// Which pack the context-mixing blocks' models start from.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub enum PackChoice {
     /// The built-in text pack, for the blocks that look like text, where the input's start
     /// looks like text that the context-mixing codec would code and the level's model is the one the
@@ -141,9 +142,9 @@ impl Options {
         CmConfig::for_level(self.level, self.backbone)
     }
 
-    /// The context-mixing codec's configuration to compress `input` (its start, or all of it), of
-    /// which `known` is known, with: the context-mixing configuration, starting from the pack chosen. The automatic
-    /// choice looks at the first `TEXT_HEAD` bytes, and at none of a file with tensors.
+    /// The context-mixing codec's configuration to compress `input` (its start, or all of it),
+    /// of which `known` is known, starting from the pack chosen. The automatic choice looks at
+    /// the first `TEXT_HEAD` bytes, and at none of a file with tensors.
     pub(crate) fn cm_for(&self, input: &[u8], known: &Known) -> Result<CmConfig> {
         let head = match known.tensors() {
             true => &[],
@@ -157,7 +158,12 @@ impl Options {
                 // Where the start is not text bound for the context-mixing codec, the archive names no
                 // pack, which its decoder would otherwise need; nor for inputs so short that
                 // the pack's name in the header costs more than the pack saves.
-                if head.len() < AUTO_PACK_MIN || !looks_like_text(head) || !cm_predicted(head) {
+                // A build without the built-in pack names none.
+                if !pack::BUILTIN
+                    || head.len() < AUTO_PACK_MIN
+                    || !looks_like_text(head)
+                    || !cm_predicted(head)
+                {
                     return Ok(plain);
                 }
                 let text = pack::builtin()?;

@@ -55,7 +55,11 @@ fn a_pack_starts_the_model_and_is_needed_to_decode() {
     let again = sep::pretrain(&train[..160 << 10], &spec("english"), &|_| {}).unwrap();
     assert!(again == bytes, "the same training gave another pack");
     let (_, other) = pack(&train[200 << 10..260 << 10], "english");
-    assert_ne!(english.id, other.id, "packs are told apart by their hash");
+    assert_ne!(
+        english.sha256_hex(),
+        other.sha256_hex(),
+        "packs are told apart by their hash"
+    );
 
     let plain = archive(data, opts(2, Level::detect()), PackChoice::Off);
     let packed = archive(
@@ -70,7 +74,7 @@ fn a_pack_starts_the_model_and_is_needed_to_decode() {
         plain.len()
     );
     let info = sep::inspect(std::io::Cursor::new(&packed)).unwrap();
-    assert_eq!(info.pack, Some(("english".into(), english.id.hex())));
+    assert_eq!(info.pack, Some(("english".into(), english.sha256_hex())));
     assert_eq!(info.blocks.len(), 2);
 
     for (threads, kernels) in [(1, Level::Scalar), (3, Level::detect())] {
@@ -88,7 +92,7 @@ fn a_pack_starts_the_model_and_is_needed_to_decode() {
         let mut out = Vec::new();
         match sep::decompress_to_vec(&packed, &mut out, &o) {
             Err(Error::PackMissing { name, sha256 }) => {
-                assert_eq!((name.as_str(), sha256), ("english", english.id.hex()))
+                assert_eq!((name.as_str(), sha256), ("english", english.sha256_hex()))
             }
             r => panic!("decoded without its pack: {r:?}"),
         }
@@ -212,7 +216,7 @@ fn every_block_continues_the_pack_history() {
             s.history = history;
             let bytes = sep::pretrain(train, &s, &|_| {}).unwrap();
             let pack = Arc::new(Pack::from_file(&bytes).unwrap());
-            assert_eq!(pack.state.history.len(), history);
+            assert_eq!(pack.history_len(), history);
             let mut o = opts(2, Level::detect());
             o.level = level;
             o.backbone = backbone;
@@ -273,7 +277,7 @@ fn text_takes_the_builtin_pack_and_other_data_none() {
         off.len()
     );
     let info = sep::inspect(std::io::Cursor::new(&auto)).unwrap();
-    assert_eq!(info.pack, Some(("text".into(), builtin.id.hex())));
+    assert_eq!(info.pack, Some(("text".into(), builtin.sha256_hex())));
     // Binary data names no pack and codes as without one.
     let auto_bin = compress(&binary, PackChoice::Auto);
     assert!(auto_bin == compress(&binary, PackChoice::Off));

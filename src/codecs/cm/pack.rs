@@ -19,17 +19,33 @@ use crate::format::checksum::hex;
 use safetensors::{Dtype, SafeTensors};
 use sha2::{Digest, Sha256};
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// The built-in pack for text (`pretrained/build.sh` makes it), which the default level's
-/// blocks that look like text start from unless told otherwise.
+/// blocks that look like text start from unless told otherwise; in builds with the
+/// `builtin-pack` feature (on by default), as it adds 25 MB to the binary.
+#[cfg(feature = "builtin-pack")]
 static TEXT: &[u8] = include_bytes!("../../../pretrained/text.pack");
 /// Its SHA-256 in hex, written beside it so that loading it does not hash 24 MB (a test
 /// checks it).
+#[cfg(feature = "builtin-pack")]
 static TEXT_SHA256: &str = include_str!("../../../pretrained/text.pack.sha256");
 
-/// The built-in text pack, parsed on first use.
+/// Whether this build holds the built-in text pack.
+pub const BUILTIN: bool = cfg!(feature = "builtin-pack");
+
+/// The built-in text pack, parsed on first use; an error in a build without it.
+#[cfg(not(feature = "builtin-pack"))]
 pub fn builtin() -> Result<Arc<Pack>> {
+    Err(Error::BadPack(
+        "this build has no built-in pack (the `builtin-pack` feature is off)".into(),
+    ))
+}
+
+/// The built-in text pack, parsed on first use.
+#[cfg(feature = "builtin-pack")]
+pub fn builtin() -> Result<Arc<Pack>> {
+    use std::sync::OnceLock;
     static PARSED: OnceLock<std::result::Result<Arc<Pack>, String>> = OnceLock::new();
     PARSED
         .get_or_init(|| {
@@ -127,15 +143,45 @@ pub const ORDER2_BITS: std::ops::RangeInclusive<u32> = 2..=10;
 
 /// A loaded pack.
 pub struct Pack {
-    pub id: PackId,
+    /// Its name and the SHA-256 of its file.
+    pub(crate) id: PackId,
     /// The kind of data it was trained on (`text`, `exe`, ...).
-    pub kind: String,
+    pub(crate) kind: String,
     /// Where its training data came from.
-    pub description: String,
+    pub(crate) description: String,
     /// The context-mixing configuration (serialised, without a pack) whose predictor it starts.
-    pub config: Vec<u8>,
-    pub geometry: Geometry,
-    pub state: State,
+    pub(crate) config: Vec<u8>,
+    /// The sizes of its tables.
+    pub(crate) geometry: Geometry,
+    /// The predictor's learnt state.
+    pub(crate) state: State,
+}
+
+impl Pack {
+    /// Its name, as archives that need it record it.
+    pub fn name(&self) -> &str {
+        &self.id.name
+    }
+
+    /// The SHA-256 of its file in lowercase hex, as archives that need it record it.
+    pub fn sha256_hex(&self) -> String {
+        self.id.hex()
+    }
+
+    /// The kind of data it was trained on (`text`, `exe`, ...).
+    pub fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    /// Where its training data came from.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// Bytes of training data it keeps as history.
+    pub fn history_len(&self) -> usize {
+        self.state.history.len()
+    }
 }
 
 impl fmt::Debug for Pack {
@@ -343,6 +389,7 @@ impl Pack {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "builtin-pack")]
     #[test]
     fn the_builtin_pack_has_its_recorded_hash() {
         let p = builtin().unwrap();
@@ -352,5 +399,13 @@ mod tests {
             "pretrained/text.pack.sha256 is not the pack's hash"
         );
         assert_eq!(p.id.name, "text");
+    }
+
+    #[cfg(not(feature = "builtin-pack"))]
+    #[test]
+    fn a_build_without_the_pack_says_so() {
+        assert!(!BUILTIN);
+        let e = builtin().map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("builtin-pack"), "{e}");
     }
 }

@@ -35,6 +35,7 @@ pub fn swap_order(bytes: &mut [u8], width: usize) {
 
 /// Element type of a float array.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum DType {
     /// IEEE half precision.
     F16,

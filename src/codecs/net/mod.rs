@@ -12,6 +12,7 @@ use pac::Pac;
 
 /// Backbone network of the predictor.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Backbone {
     /// PAC-style MLP over SEP patch features (the default).
     #[default]
