@@ -10,10 +10,16 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
+const USAGE: &str = "usage: compress_file FILE [LEVEL]   (writes FILE.sep; LEVEL 1-9, default 6)";
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.is_empty() || args.len() > 2 || args[0] == "--help" || args[0] == "-h" {
-        eprintln!("usage: compress_file FILE [LEVEL]   (writes FILE.sep; LEVEL 1-9, default 6)");
+    if args.first().is_some_and(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
+    if args.is_empty() || args.len() > 2 {
+        eprintln!("{USAGE}");
         return ExitCode::from(2);
     }
     match run(&args[0], args.get(1).map(String::as_str)) {

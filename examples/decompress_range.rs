@@ -13,13 +13,19 @@
 //! ```
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufReader, BufWriter, Seek, Write};
 use std::process::ExitCode;
+
+const USAGE: &str = "usage: decompress_range FILE.sep START END [OUT]   (stdout without OUT)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if !(3..=4).contains(&args.len()) || args[0] == "--help" || args[0] == "-h" {
-        eprintln!("usage: decompress_range FILE.sep START END [OUT]   (stdout without OUT)");
+    if args.first().is_some_and(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
+    if !(3..=4).contains(&args.len()) {
+        eprintln!("{USAGE}");
         return ExitCode::from(2);
     }
     let out = args.get(3).map(String::as_str);
@@ -41,7 +47,14 @@ fn run(archive: &str, start: &str, end: &str, out: Option<&str>) -> Result<(), S
     if start > end {
         return Err(format!("START {start} is after END {end}"));
     }
-    let input = File::open(archive).map_err(|e| format!("{archive}: {e}"))?;
+    let mut input = File::open(archive).map_err(|e| format!("{archive}: {e}"))?;
+    // The block table gives the original length, so that END past it stops at the end.
+    let info = sep::inspect(&mut input).map_err(|e| format!("{archive}: {e}"))?;
+    let end = end.min(info.original_bytes);
+    if start > end {
+        return Err(format!("START {start} is past the end ({end} bytes)"));
+    }
+    input.rewind().map_err(|e| format!("{archive}: {e}"))?;
     let output: Box<dyn Write> = match out {
         Some(path) => Box::new(File::create(path).map_err(|e| format!("{path}: {e}"))?),
         None => Box::new(std::io::stdout().lock()),
