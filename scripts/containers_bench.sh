@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
+# Usage: [RUNS=3] [SEP=target/release/sep] scripts/containers_bench.sh FILE...
 # sep against zstd -19 and xz -9e on model container files (ONNX, CTranslate2, GGUF, ...), one
 # thread each, whole command lines from files in the page cache; times are the best of RUNS
 # (default 3) runs, sep and zstd alternating. pcodec: scripts/containers_pco12.py.
-# Usage: scripts/containers_bench.sh FILE...   (SEP: the binary, default target/release/sep)
+if [ $# -eq 0 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
+  sed -n '2,/^set /s/^# \{0,1\}//p' "$0" | grep -v '^set '
+  [ $# -eq 0 ] && exit 2 || exit 0
+fi
 set -euo pipefail
-sep=${SEP:-target/release/sep}
+sep=${SEP:-$(dirname "$0")/../target/release/sep}
 runs=${RUNS:-3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -1,9 +1,17 @@
 #!/usr/bin/env python3
-"""pcodec level 12 on the float tensors of ONNX models, CTranslate2 model files and PyTorch
+"""Usage: python3 scripts/containers_pco12.py FILE.onnx|model.bin|FILE.pt|FILE.jit...
+
+pcodec level 12 on the float tensors of ONNX models, CTranslate2 model files and PyTorch
 checkpoints (zip or legacy; read without torch), the rest of each file counted as it is (as
 scripts/pco12.py does for safetensors): the anchor for sep's container detection.
 Needs: pip install numpy pcodec onnx.
-Usage: python3 scripts/containers_pco12.py FILE.onnx|model.bin|FILE.pt|FILE.jit..."""
+"""
+import sys
+
+if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__)
+    sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
+
 import io, pickle, struct, sys, zipfile
 import numpy as np
 from pcodec import standalone, ChunkConfig

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
+# Usage: [SEP=target/release/sep] scripts/fields_bench.sh FILE...
 # Sizes and times of sep (default level, 2 threads) against zpaq -m5, xz -9e and bzip3 on the
 # files given, one run each, with a round-trip check and the codecs sep chose (RESULTS.md,
 # Smooth fields). The files there: the sample_data of the iris-sample-data 2.5.2 wheel
 # (`pip download iris-sample-data==2.5.2`, then unzip).
-# Usage: scripts/fields_bench.sh FILE...
+if [ $# -eq 0 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
+  sed -n '2,/^set /s/^# \{0,1\}//p' "$0" | grep -v '^set '
+  [ $# -eq 0 ] && exit 2 || exit 0
+fi
 set -euo pipefail
 sep=${SEP:-$(dirname "$0")/../target/release/sep}
 tmp=$(mktemp -d)

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
+# Usage: scripts/fuzz.sh SECONDS [TARGET...]
 # Runs the fuzz targets of fuzz/ (every one, or those named) for SECONDS each, seeded from the
 # golden archives, and keeps what they find: the growing corpus in target/fuzz-corpus, each
 # crash, hang or memory blow-up copied to fuzz/regressions/TARGET/ (which `cargo test` replays
 # on stable). Needs a nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz`).
-# Usage: scripts/fuzz.sh SECONDS [TARGET...]
+if [ $# -eq 0 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
+  sed -n '2,/^set /s/^# \{0,1\}//p' "$0" | grep -v '^set '
+  [ $# -eq 0 ] && exit 2 || exit 0
+fi
 set -euo pipefail
 cd "$(dirname "$0")/.."
-secs=${1:?usage: scripts/fuzz.sh SECONDS [TARGET...]}
+secs=$1
 shift
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then

@@ -1,8 +1,16 @@
 #!/usr/bin/env python3
-"""Writes the fuzz targets' seed corpora from the golden archives (tests/data/golden): each
+"""Usage: python3 scripts/fuzz_seeds.py OUT_DIR
+
+Writes the fuzz targets' seed corpora from the golden archives (tests/data/golden): each
 archive for the archive targets, and each block's payload, after its length as a u32, for the
 target of its codec.
-Usage: python3 scripts/fuzz_seeds.py OUT_DIR"""
+"""
+import sys
+
+if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__)
+    sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
+
 import glob, os, struct, sys
 
 CODECS = ["stored", "cm", "zstd", "planes", "tensor-header", "recent", "scaled", "repeated", "copies", "swapped", "field", "lzma", "delta", "bytes"]

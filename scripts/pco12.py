@@ -1,6 +1,15 @@
 #!/usr/bin/env python3
-"""pcodec level 12 on every tensor of safetensors files (the tensor path's reference).
-Needs: pip install numpy pcodec. bf16 tensors are given to pcodec as uint16."""
+"""Usage: python3 scripts/pco12.py FILE.safetensors...
+
+pcodec level 12 on every tensor of safetensors files (the tensor path's reference).
+Needs: pip install numpy pcodec. bf16 tensors are given to pcodec as uint16.
+"""
+import sys
+
+if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__)
+    sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
+
 import sys,json,struct,time,numpy as np
 from pcodec import standalone, ChunkConfig
 for f in sys.argv[1:]:

@@ -7,7 +7,8 @@
 //!    thread driving each), each step's inputs copied in and its probabilities copied out as
 //!    the range coder would need them.
 //!
-//! `cargo run --release --features cuda --example cuda_step [-- STEPS]`
+//! `cargo bench --features cuda --bench cuda_step [-- STEPS]` (default 2000 steps); on a GPU
+//! machine without Rust, `scripts/gpu_check.sh prepare` builds it and `scripts/gpu_check.sh` runs it.
 
 use sep::internals::engine::cuda::{Buf, Gpu};
 use sep::internals::engine::kernels::{
@@ -210,8 +211,10 @@ fn bits_equal(a: &[f32], b: &[f32]) -> Option<usize> {
 }
 
 fn main() -> sep::Result<()> {
+    // `cargo bench` passes `--bench`.
     let steps: usize = std::env::args()
-        .nth(1)
+        .skip(1)
+        .find(|a| !a.starts_with("--"))
         .and_then(|s| s.parse().ok())
         .unwrap_or(2000);
     let gpu = Gpu::open()?;

@@ -1,12 +1,20 @@
 #!/usr/bin/env python3
-"""CTranslate2 model files (model.bin) of real weights, written by CTranslate2's own serializer
+"""Usage: python3 scripts/data/ct2_models.py OUT_DIR FILE.safetensors...
+
+CTranslate2 model files (model.bin) of real weights, written by CTranslate2's own serializer
 and quantizer: every float tensor of a safetensors file as a variable of a model spec, saved as
 float32 and float16 (bfloat16 needs torch in CTranslate2, which does not install here; int8
 applies only to the weights of an architecture's linear layers, which this generic spec has none
 of).
 Needs: pip install ctranslate2 numpy safetensors (ctranslate2 imports without torch).
-Usage: python3 scripts/ct2_models.py OUT_DIR FILE.safetensors...
-Writes OUT_DIR/NAME.QUANT.ct2.bin (the model.bin of each conversion)."""
+Writes OUT_DIR/NAME.QUANT.ct2.bin (the model.bin of each conversion).
+"""
+import sys
+
+if len(sys.argv) < 3 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__)
+    sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
+
 import os, re, shutil, sys, tempfile
 import numpy as np
 from ctranslate2.specs import model_spec

@@ -1,9 +1,17 @@
 #!/usr/bin/env python3
-"""Quantizes ONNX models' weights to 8 bits with onnxruntime's own dynamic quantization
+"""Usage: python3 scripts/data/onnx_int8.py OUT_DIR MODEL.onnx...
+
+Quantizes ONNX models' weights to 8 bits with onnxruntime's own dynamic quantization
 (`quantize_dynamic`: per-tensor int8 or uint8 weights beside their scales and zero points; the
 matrix products only where the convolutions' weights are not initializers), as ONNX models
 are shipped for CPU inference. Needs: pip install onnx onnxruntime.
-Usage: python3 scripts/onnx_int8.py OUT_DIR MODEL.onnx..."""
+"""
+import sys
+
+if len(sys.argv) < 3 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__)
+    sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
+
 import os
 import sys
 

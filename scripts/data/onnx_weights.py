@@ -1,9 +1,17 @@
 #!/usr/bin/env python3
-"""Float weights of ONNX models as safetensors files (f32, and cast to f16 and bf16), to test
+"""Usage: python3 scripts/data/onnx_weights.py OUT_DIR MODEL.onnx...
+
+Float weights of ONNX models as safetensors files (f32, and cast to f16 and bf16), to test
 the tensor path on weights outside the shared corpora. Needs: pip install onnx safetensors numpy.
-Usage: python3 scripts/onnx_weights.py OUT_DIR MODEL.onnx...
-(e.g. the three models in the rapidocr-onnxruntime 1.4.4 wheel: pip download --no-deps
-rapidocr-onnxruntime, then unzip it)"""
+Models to try: e.g. the three models in the rapidocr-onnxruntime 1.4.4 wheel: pip download --no-deps
+rapidocr-onnxruntime, then unzip it.
+"""
+import sys
+
+if len(sys.argv) < 3 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__)
+    sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
+
 import onnx, numpy as np, sys, os, json, struct
 from onnx import numpy_helper
 from safetensors.numpy import save_file

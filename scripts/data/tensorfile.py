@@ -1,5 +1,6 @@
 """Reading and writing safetensors files with numpy alone, for the scripts that make test
-files from real weights (fp8_weights.py, gguf_weights.py)."""
+files from real weights (imported by checkpoint_series.py, fp8_weights.py, gguf_weights.py and
+int8_weights.py; not run itself)."""
 import json
 import struct
 

@@ -1,10 +1,18 @@
 #!/usr/bin/env python3
-"""Writes GGUF files of real weights with the gguf package (llama.cpp's writer): every float
+"""Usage: python3 scripts/data/gguf_weights.py OUT_DIR FILE.safetensors...
+
+Writes GGUF files of real weights with the gguf package (llama.cpp's writer): every float
 tensor of each input safetensors file as OUT_DIR/NAME.f32.gguf, NAME.f16.gguf and
 NAME.bf16.gguf, and NAME.q8_0.gguf (2-D tensors quantized to Q8_0, the rest f32), each with
 a little metadata (architecture, name, a tokenizer list of 2,000 made-up tokens).
 Needs numpy and gguf (`pip install gguf`).
-Usage: python3 scripts/gguf_weights.py OUT_DIR FILE.safetensors..."""
+"""
+import sys
+
+if len(sys.argv) < 3 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__)
+    sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
+
 import os
 import sys
 

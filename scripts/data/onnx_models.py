@@ -1,9 +1,18 @@
 #!/usr/bin/env python3
-"""ONNX models re-saved with their float weights cast to f16 and bf16 (by onnx's own serializer),
+"""Usage: python3 scripts/data/onnx_models.py OUT_DIR MODEL.onnx...
+
+ONNX models re-saved with their float weights cast to f16 and bf16 (by onnx's own serializer),
 beside the original f32 model, to test sep's ONNX detection on models outside the corpora.
-Needs: pip install onnx numpy. Usage: python3 scripts/onnx_models.py OUT_DIR MODEL.onnx...
-(e.g. the three models of the rapidocr-onnxruntime 1.4.4 wheel: pip download --no-deps
-rapidocr-onnxruntime==1.4.4, then unzip it). The casts are files to compress, not models to run."""
+Needs: pip install onnx numpy. Models to try: the three of the rapidocr-onnxruntime 1.4.4
+wheel (pip download --no-deps rapidocr-onnxruntime==1.4.4, then unzip it). The casts are files
+to compress, not models to run.
+"""
+import sys
+
+if len(sys.argv) < 3 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__)
+    sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
+
 import os, shutil, sys
 import numpy as np
 import onnx

@@ -1,11 +1,19 @@
 #!/usr/bin/env python3
-"""Writes int8 and packed int4 quantizations of real weights, as weight-only quantized
+"""Usage: python3 scripts/data/int8_weights.py OUT_DIR FILE.safetensors...
+
+Writes int8 and packed int4 quantizations of real weights, as weight-only quantized
 checkpoints hold them: for every 2-D float tensor of each input safetensors file, per output
 row a scale mapping the row's largest magnitude to 127 (int8) or 7 (int4), the rounded values
 as I8 (OUT_DIR/NAME.int8.safetensors) or as offset-binary nibbles packed two to a byte, low
 nibble first, as U8 (OUT_DIR/NAME.int4.safetensors), each tensor beside its F32 `NAME.scale`
 (one value per row); other tensors are kept as they are. Needs numpy.
-Usage: python3 scripts/int8_weights.py OUT_DIR FILE.safetensors..."""
+"""
+import sys
+
+if len(sys.argv) < 3 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__)
+    sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
+
 import os
 import sys
 

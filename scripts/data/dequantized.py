@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Writes safetensors files of dequantized f32 weights (integers times a scale), the kind a
+"""Usage: python3 scripts/data/dequantized.py OUT_DIR
+
+Writes safetensors files of dequantized f32 weights (integers times a scale), the kind a
 quantized model exported back to float holds: OUT_DIR/deq8.f32.safetensors (int8 values, one
 scale per tensor), OUT_DIR/deq4row.f32.safetensors (int4 values, one scale per row),
 OUT_DIR/deq8row.f32.safetensors (int8, a scale per row) and OUT_DIR/deq4g128.f32.safetensors
@@ -12,7 +14,13 @@ values in groups of 32 along a row, each with an f16 scale, written the same fou
 deq4q40: llama.cpp's Q4_0 as it quantizes normal weights (per group of 32, d = the value of
 largest magnitude / -8 stored as f16, levels (int)(x / d + 8.5) - 8 up to 7), dequantized as
 level * d (zeros of groups with a negative d are -0.0), written the same four ways.
-Usage: python3 scripts/dequantized.py OUT_DIR"""
+"""
+import sys
+
+if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__)
+    sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
+
 import json
 import struct
 import sys

@@ -1,10 +1,18 @@
 #!/usr/bin/env python3
-"""Writes fp8 casts of real weights, as fp8 checkpoints hold them: for every float tensor of
+"""Usage: python3 scripts/data/fp8_weights.py OUT_DIR FILE.safetensors...
+
+Writes fp8 casts of real weights, as fp8 checkpoints hold them: for every float tensor of
 each input safetensors file, OUT_DIR/NAME.e4m3.safetensors (F8_E4M3, with a per-tensor f32
 scale so the largest magnitude maps to 448, as FP8 inference stacks quantize weights) and
 OUT_DIR/NAME.e5m2.safetensors (F8_E5M2, scaled to 57344), each tensor beside its
 `NAME.scale` (F32, one value). Needs numpy and ml_dtypes.
-Usage: python3 scripts/fp8_weights.py OUT_DIR FILE.safetensors..."""
+"""
+import sys
+
+if len(sys.argv) < 3 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__)
+    sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
+
 import os
 import sys
 

@@ -1,11 +1,19 @@
 #!/usr/bin/env python3
-"""A checkpoint series from real training steps: a small byte-level language model (embedding,
+"""Usage: [LR=1e-3] [DTYPE=f32|bf16] [FROZEN=... FREEZE_AT=N] python3 scripts/data/checkpoint_series.py OUT_DIR STEPS EVERY TEXT_FILE...
+
+A checkpoint series from real training steps: a small byte-level language model (embedding,
 one hidden layer of 512, softmax over 256 bytes; about 0.4M parameters) trained with Adam on
 text given on the command line, saved as safetensors every EVERY steps: f32, or with DTYPE=bf16
 the master weights rounded to bf16 (to nearest, ties to even), as mixed-precision training saves
 them. The test data of checkpoint deltas (`--patch-from`). Needs: pip install numpy safetensors.
 With FROZEN=emb,w1 FREEZE_AT=N those tensors stop training after step N.
-Usage: [LR=1e-3] [DTYPE=f32|bf16] [FROZEN=... FREEZE_AT=N] python3 scripts/checkpoint_series.py OUT_DIR STEPS EVERY TEXT_FILE..."""
+"""
+import sys
+
+if len(sys.argv) < 5 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__)
+    sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
+
 import os, sys
 import numpy as np
 from safetensors.numpy import save_file

@@ -1,14 +1,21 @@
 //! The network alone: its own cross-entropy of each true byte of a file, coded on one lane as
 //! the predictor runs it (forward, then learn), and its speed.
 //!
-//! `cargo run --release --example network_bpc -- FILE pac|trace WIDTH LR_1E5 [WINDOW]`
+//! `cargo bench --bench network_bpc -- FILE pac|trace WIDTH LR_1E5 [WINDOW]` (WINDOW: TRACE's
+//! attention window, default 64).
 
 use sep::internals::codecs::lanes::Lanes;
 use sep::internals::codecs::net::{Backbone, NetConfig, Network, Trace};
 
 fn main() -> Result<(), String> {
     let usage = "usage: network_bpc FILE pac|trace WIDTH LR_1E5 [WINDOW]";
-    let a: Vec<String> = std::env::args().collect();
+    // `cargo bench` passes `--bench`.
+    let a: Vec<String> = std::env::args().filter(|a| !a.starts_with("--")).collect();
+    if a.len() == 1 {
+        // A plain `cargo bench` runs every bench: nothing to measure without a file.
+        eprintln!("{usage}");
+        return Ok(());
+    }
     if a.len() < 5 {
         return Err(usage.into());
     }
