@@ -1,15 +1,14 @@
-//! Corpus table: sep next to the anchor tools (zpaq -m5, bzip3, xz -9e, zstd -19, each where it
-//! is installed) on real files, every tool timed in the same run.
+//! Corpus table: sep next to the anchor tools (zpaq -m5, bzip3, xz -9e, zstd -19, each where it is
+//! installed) on real files, every tool timed in the same run.
 //!
 //! `cargo bench --bench corpus` runs every file of ../shared/corpora (unpacked to target/corpora);
 //! `SEP_BENCH_FILES="text/book1 binary/obj2"` picks files (relative to target/corpora, or paths).
 //! `SEP_BENCH_THREADS=N` runs sep with N threads (default: every core); `SEP_BENCH_REPS=N` times
 //! every command (sep's and the other tools') N times and keeps the fastest, for noisy machines
 //! (default 1). `SEP_BENCH_LEVELS="1 9 6:trace"` also runs sep at those levels (`N:MODEL`: with
-//! that backbone) and adds a levels table (totals over the files, next to the anchors' totals). The pack column is sep with
-//! `--pack none` (its default is the automatic pack); `SEP_BENCH_PACK=0` leaves it out. Prints
-//! markdown tables;
-//! `SEP_BENCH_OUT=path` also writes them to a file.
+//! that backbone) and adds a levels table (totals over the files, next to the anchors' totals). The
+//! pack column is sep with `--pack none` (its default is the automatic pack); `SEP_BENCH_PACK=0`
+//! leaves it out. Prints markdown tables; `SEP_BENCH_OUT=path` also writes them to a file.
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};

@@ -347,11 +347,12 @@ pub mod internals {
         pub use crate::simd::*;
     }
 
-    /// What the fuzz targets and their regression test run on one input (`fuzz/`): `target`
-    /// is `archive-bytes`, `archive-vec`, `archive-stream` or `inspect` (the whole decoder on
-    /// the input as an archive), `pack` (the input as a pack file), or `codec-NAME` (one codec's payload decoder on the input's
-    /// bytes after the first four, which give the block's length: a `u32`, modulo 4 MiB). Every input
-    /// must end in `Ok` or an error, never a panic, a hang or unbounded memory.
+    /// What the fuzz targets and their regression test run on one input (`fuzz/`): `target` is
+    /// `archive-bytes`, `archive-vec`, `archive-stream` or `inspect` (the whole decoder on the
+    /// input as an archive), `pack` (the input as a pack file), or `codec-NAME` (one codec's
+    /// payload decoder on the input's bytes after the first four, which give the block's length: a
+    /// `u32`, modulo 4 MiB). Every input must end in `Ok` or an error, never a panic, a hang or
+    /// unbounded memory.
     pub fn fuzz(target: &str, data: &[u8]) {
         let opts = crate::Options {
             threads: 1,
@@ -410,9 +411,10 @@ pub mod internals {
                 };
                 let raw_len = u32::from_le_bytes([*a, *b, *c, *d]) as usize % (4 << 20);
                 // As a record is checked before its payload reaches a decoder; the context-mixing
-                // codec's blocks (and the field codec's, which hold one) kept short, which its decode speed makes slow to fuzz, and
-                // cut into short lanes so that short blocks reach the lane paths; odd lengths
-                // decode with the fastest level's model, even ones with the default's.
+                // codec's blocks (and the field codec's, which hold one) kept short, which its
+                // decode speed makes slow to fuzz, and cut into short lanes so that short blocks
+                // reach the lane paths; odd lengths decode with the fastest level's model, even
+                // ones with the default's.
                 let mixing = matches!(codec, crate::Codec::Cm | crate::Codec::Field);
                 if raw_len == 0
                     || mixing && !crate::format::cm_fits(raw_len as u64, payload.len() as u64)
@@ -431,7 +433,7 @@ pub mod internals {
                 let base: Vec<u8> = (0..1u32 << 16)
                     .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
                     .collect();
-                let decoder = crate::codecs::Setup {
+                let decoder = crate::codecs::Decoder {
                     cm: &cm,
                     backend: &backend,
                     progress: &|_| {},

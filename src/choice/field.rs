@@ -6,7 +6,7 @@
 //! and the best checked with the block's own model.
 
 use crate::codecs::cm::{Backend, CmConfig};
-use crate::codecs::field::{self, residual_model, zigzag, Shape};
+use crate::codecs::field::{self, residual_config, zigzag, Shape};
 
 /// Values in the middle of a block that the smoothness test and the width search look at.
 const PROBE: usize = 16 << 10;
@@ -142,18 +142,18 @@ pub fn candidates(data: &[u8]) -> Vec<Shape> {
     shapes
 }
 
-/// The shape in which the field codec promises to beat the context-mixing codec's `model` on `data`,
-/// or `None`: the candidates tried on a slice with the fast predictor, and the best of each
-/// value size checked on smaller slices, its residuals with the model that would code them
-/// and the slices as they are with `model` itself (the fast predictor favours residuals on
-/// some blocks that the full model codes better as they are, and one size over the other on
-/// some that it does not).
-pub fn choose(data: &[u8], backend: &dyn Backend, model: &CmConfig) -> Option<Shape> {
+/// The shape in which the field codec promises to beat the context-mixing codec's configuration
+/// `config` on `data`, or `None`: the candidates tried on a slice with the fast predictor, and the
+/// best of each value size checked on smaller slices, its residuals with the model that would code
+/// them and the slices as they are with `config` itself (the fast predictor favours residuals on
+/// some blocks that the full model codes better as they are, and one size over the other on some
+/// that it does not).
+pub fn choose(data: &[u8], backend: &dyn Backend, config: &CmConfig) -> Option<Shape> {
     let shapes = candidates(data);
     if shapes.is_empty() {
         return None;
     }
-    let size = |bytes: &[u8], model: &CmConfig| backend.encode(bytes, model, &|_| {}).len();
+    let size = |bytes: &[u8], config: &CmConfig| backend.encode(bytes, config, &|_| {}).len();
     let slice = middle(data, TRIAL.min(data.len() / 4).max(MIN_SLICE));
     let fast = CmConfig::for_level(1, <_>::default());
     let plain = size(slice, &fast);
@@ -171,8 +171,8 @@ pub fn choose(data: &[u8], backend: &dyn Backend, model: &CmConfig) -> Option<Sh
     };
     let piece = CHECK.min(data.len() / 4 / CHECK_SHARE).max(MIN_SLICE) & !3;
     let check = quarters(data, piece);
-    let plain = size(&check, &model.without_pack());
-    let residual = residual_model(model);
+    let plain = size(&check, &config.without_pack());
+    let residual = residual_config(config);
     [best(4), best(2)]
         .into_iter()
         .flatten()
@@ -189,7 +189,7 @@ mod tests {
 
     #[test]
     fn residuals_mix_leanly_up_to_the_default_level() {
-        let at = |level| residual_model(&CmConfig::for_level(level, <_>::default()));
+        let at = |level| residual_config(&CmConfig::for_level(level, <_>::default()));
         assert!(at(crate::codecs::cm::DEFAULT_LEVEL).params.lean && at(3).params.lean);
         assert!(!at(7).params.lean && !at(9).params.lean);
         assert_eq!(at(9).params, CmConfig::for_level(9, <_>::default()).params);
@@ -202,8 +202,8 @@ mod tests {
         assert!(shapes.iter().all(|s| s.big_endian));
         assert!(shapes.iter().any(|s| s.width == 150), "{shapes:?}");
         let backend = CpuBackend::default();
-        let model = CmConfig::default();
-        assert!(choose(&field, &backend, &model).is_some());
+        let config = CmConfig::default();
+        assert!(choose(&field, &backend, &config).is_some());
         let le = crate::testing::smooth_field(300, 150, false);
         assert!(candidates(&le).iter().all(|s| !s.big_endian));
         // A 16-bit raster is read as 16-bit values, little-endian, in its rows.
@@ -214,7 +214,7 @@ mod tests {
             "{shapes:?}"
         );
         assert!(shapes.iter().any(|s| s.width == 200), "{shapes:?}");
-        assert!(choose(&raster, &backend, &model).is_some());
+        assert!(choose(&raster, &backend, &config).is_some());
         // Behind a header of odd length, its values start a byte in.
         let odd = [&b"raster:"[..], &raster[..]].concat();
         let shapes = candidates(&odd);

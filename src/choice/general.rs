@@ -3,12 +3,14 @@
 //! LZMA); the field codec for smooth fields, which the context-mixing codec then codes.
 
 use super::sample::{aligned_sample, float_guess, Guess, Prediction, CM_MIN_GAIN};
-use super::{code_block, field, lzma, zstd, zstd_strong, Best, Place, LZMA_TENSOR_MIN, STRONG_MAX};
+use super::{
+    code_block, field, lzma, zstd, zstd_strong, Best, Place, Setup, LZMA_TENSOR_MIN, STRONG_MAX,
+};
 use crate::codecs::cm::Cm;
 use crate::codecs::field::Field;
 use crate::codecs::float::{self, swapped};
 use crate::codecs::lzma::Effort;
-use crate::codecs::{BlockCodec, ProgressFn, Setup};
+use crate::codecs::{BlockCodec, ProgressFn};
 use crate::containers::Kind;
 use crate::format::Codec;
 
@@ -117,7 +119,12 @@ pub(super) fn general(
         false => None,
     };
     if shape.is_some() {
-        best.try_codec(&Field { shape }, setup);
+        best.try_codec(&Field {
+            shape,
+            config: setup.cm,
+            backend: setup.backend,
+            progress: setup.progress,
+        });
     }
     // The field codec reported the block's progress.
     let progress: ProgressFn = match shape {
@@ -147,9 +154,14 @@ fn by_cm(data: &[u8], e: &Estimates, setup: &Setup, best: &mut Best) {
     };
     // The codec declines a payload of more than `CM_MAX_RATIO` bytes per byte, which
     // decoders refuse; should one come, zstd takes the block.
-    match Cm.encode(data, &Setup { cm, ..*setup }) {
+    let codec = Cm {
+        config: cm,
+        backend: setup.backend,
+        progress: setup.progress,
+    };
+    match codec.encode(data) {
         Some(payload) => best.consider(Codec::Cm, payload),
-        None => best.try_codec(&zstd_strong(data), setup),
+        None => best.try_codec(&zstd_strong(data)),
     }
     // Where the block is very redundant, its long repeats may be an LZ77 coder's, if even the
     // sample's zstd size predicts LZMA close (not at the fastest level).
@@ -158,7 +170,7 @@ fn by_cm(data: &[u8], e: &Estimates, setup: &Setup, best: &mut Best) {
         && LZMA_SHARE * best.len() < data.len()
         && LZMA_REACH * zstd_size < best.len() as f64
     {
-        lzma(best, Effort::Strongest, setup);
+        lzma(best, Effort::Strongest);
     }
 }
 
@@ -219,8 +231,8 @@ fn by_fast_codecs(
     if p.zstd < 1.0 && (best.codec == Codec::Stored || zstd_size < best.len() as f64) {
         // Tensor files take the strongest level on small blocks.
         match tensor_file {
-            true => best.try_codec(&zstd_strong(data), setup),
-            false => best.try_codec(&zstd(), setup),
+            true => best.try_codec(&zstd_strong(data)),
+            false => best.try_codec(&zstd()),
         }
     }
     // LZMA where zstd found many repeats (in tensor files, up to `STRONG_MAX`), and at its
@@ -236,7 +248,7 @@ fn by_fast_codecs(
             true => Effort::Strongest,
             false => Effort::Quick,
         };
-        lzma(best, effort, setup);
+        lzma(best, effort);
     }
     if !reported {
         (setup.progress)(data.len() as u64);

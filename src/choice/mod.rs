@@ -20,10 +20,11 @@ mod tests;
 
 pub use sample::cm_predicted;
 
+use crate::codecs::cm::{Backend, CmConfig};
 use crate::codecs::float::delta::Delta;
 use crate::codecs::lzma::{Effort, Literals, Lzma};
 use crate::codecs::zstd::Zstd;
-use crate::codecs::{BlockCodec, Setup};
+use crate::codecs::{BlockCodec, ProgressFn};
 use crate::containers::Kind;
 use crate::format::Codec;
 
@@ -49,6 +50,18 @@ const LZMA_TENSOR_MIN: usize = 8 << 10;
 /// the other codecs: they make trained weights no smaller than 0.6 of them.
 const DELTA_SURE: f64 = 0.4;
 
+/// What the policy codes with besides the block: the context-mixing configuration and what
+/// runs it, and where progress goes.
+#[derive(Clone, Copy)]
+pub struct Setup<'a> {
+    /// The context-mixing codec's configuration for the block.
+    pub cm: &'a CmConfig,
+    /// What runs the context-mixing codec's predictor.
+    pub backend: &'a dyn Backend,
+    /// Told of the block's bytes as they are coded.
+    pub progress: ProgressFn<'a>,
+}
+
 /// What a block is, besides its bytes.
 #[derive(Clone, Copy)]
 pub struct Place<'a> {
@@ -56,8 +69,8 @@ pub struct Place<'a> {
     pub kind: Kind,
     /// Whether it is from a file with tensors.
     pub tensor_file: bool,
-    /// Where its values start in the base file (`--patch-from`) and those values, if the block
-    /// lies in a tensor that matched one of the base's.
+    /// Where its values start in the base file (`--patch-from`) and the base file's bytes, if
+    /// the block lies in a tensor that matched one of the base's.
     pub base: Option<(u64, &'a [u8])>,
 }
 
@@ -69,8 +82,9 @@ pub fn code_block(data: &[u8], place: Place, setup: &Setup, spare: Vec<u8>) -> (
     // Against the same tensor of the base; where that takes under `DELTA_SURE` of the block,
     // nothing else is tried.
     if let (Some(base), Kind::Tensor(dtype)) = (place.base, place.kind) {
+        let (at, base) = base;
         let width = dtype.width();
-        best.try_codec(&Delta { base, width }, setup);
+        best.try_codec(&Delta { base, at, width });
         if best.codec == Codec::Delta && (best.len() as f64) < DELTA_SURE * data.len() as f64 {
             (setup.progress)(data.len() as u64);
             return (best.codec, best.payload);
@@ -119,8 +133,8 @@ impl<'a> Best<'a> {
     }
 
     /// Encodes the block with `codec` and keeps the payload if it is smaller.
-    fn try_codec(&mut self, codec: &dyn BlockCodec, setup: &Setup) {
-        if let Some(p) = codec.encode(self.data, setup) {
+    fn try_codec(&mut self, codec: &dyn BlockCodec) {
+        if let Some(p) = codec.encode(self.data) {
             self.consider(codec.codec(), p);
         }
     }
@@ -141,9 +155,9 @@ fn zstd_strong(data: &[u8]) -> Zstd {
 
 /// Tries the LZMA codec on the block; where it wins, tries it again with literals by position
 /// in 32-bit words (masked float grids: 2% smaller).
-fn lzma(best: &mut Best, effort: Effort, setup: &Setup) {
+fn lzma(best: &mut Best, effort: Effort) {
     for literals in [Literals::Bytes, Literals::Words] {
-        match (Lzma { literals, effort }).encode(best.data, setup) {
+        match (Lzma { literals, effort }).encode(best.data) {
             Some(l) if l.len() < best.len() => best.consider(Codec::Lzma, l),
             _ => return,
         }

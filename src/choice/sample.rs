@@ -10,11 +10,11 @@ use crate::codecs::zstd as zstd_codec;
 /// Bytes of the block looked at to predict sizes (taken as evenly spaced pieces).
 pub(super) const SAMPLE: usize = 64 << 10;
 const PIECES: usize = 4;
-/// The context-mixing codec runs only if its predicted size is smaller than the best fast codec's by
-/// at least this fraction of the block: it costs ~1000x their time.
+/// The context-mixing codec runs only if its predicted size is smaller than the best fast codec's
+/// by at least this fraction of the block: it costs ~1000x their time.
 pub(super) const CM_MIN_GAIN: f64 = 0.01;
-/// Share of the redundancy left by zstd that the context-mixing codec is predicted to remove as well
-/// (measured on the shared corpora: sep's archives are 16% smaller than zstd -19's in total).
+/// Share of the redundancy left by zstd that the context-mixing codec is predicted to remove as
+/// well (measured on the shared corpora: sep's archives are 16% smaller than zstd -19's in total).
 const CM_EXTRA: f64 = 0.15;
 /// What a general block is tried as: an array of a float type, in either byte order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,8 +194,8 @@ impl Prediction {
         }
     }
 
-    /// Whether the context-mixing codec's predicted size beats the fast codecs' by enough to pay for
-    /// its time.
+    /// Whether the context-mixing codec's predicted size beats the fast codecs' by enough to pay
+    /// for its time.
     pub(super) fn worth_cm(&self) -> bool {
         self.worth_cm_against(1.0)
     }

@@ -3,7 +3,9 @@
 //! promises), quantized integers, and tensor-file headers.
 
 use super::sample::{repeats, sample, zstd_fraction};
-use super::{lzma, zstd, zstd_strong, Best, LZMA_TENSOR_MIN, REPEATS_MIN, STRONG_MAX, ZSTD_LEVEL};
+use super::{
+    lzma, zstd, zstd_strong, Best, Setup, LZMA_TENSOR_MIN, REPEATS_MIN, STRONG_MAX, ZSTD_LEVEL,
+};
 use crate::codecs::float::bytes::Bytes;
 use crate::codecs::float::copies::Copies;
 use crate::codecs::float::recent::{self, Recent};
@@ -11,7 +13,7 @@ use crate::codecs::float::scaled::Scaled;
 use crate::codecs::float::tensor_header::TensorHeader;
 use crate::codecs::float::{self, DType, Planes};
 use crate::codecs::lzma::Effort;
-use crate::codecs::{BlockCodec, Setup};
+use crate::codecs::BlockCodec;
 use crate::format::Codec;
 
 /// A tensor block's sample share of repeated values (`repeats`) from which the repeated-values
@@ -75,7 +77,7 @@ struct Layers {
 
 /// Tries the layers over the planes codec: scaled integers, copies, repeated values, each
 /// where the block's sample (`share` of repeated windows) says it may apply.
-fn layers(data: &[u8], dtype: DType, share: f64, setup: &Setup, spare: &mut Vec<u8>) -> Layers {
+fn layers(data: &[u8], dtype: DType, share: f64, spare: &mut Vec<u8>) -> Layers {
     // The layers look for values that recur among 2^16 or more; an fp8 value recurs by
     // nature, so fp8 blocks take the planes codec or zstd.
     if dtype.width() == 1 {
@@ -86,7 +88,7 @@ fn layers(data: &[u8], dtype: DType, share: f64, setup: &Setup, spare: &mut Vec<
         };
     }
     // Values that are integers times a scale (dequantized weights) as integers.
-    let scaled = Scaled { dtype }.encode(data, setup);
+    let scaled = Scaled { dtype }.encode(data);
     // Arrays built from a formula as copies of earlier values, where many windows repeat and
     // scaled integers did not apply (dequantized weights repeat too). A 16-bit table's pairs
     // of values rarely repeat even where its values do (silero's STFT basis in f16: 0.027, as
@@ -94,7 +96,7 @@ fn layers(data: &[u8], dtype: DType, share: f64, setup: &Setup, spare: &mut Vec<
     let copies = match scaled.is_none()
         && (share >= COPIES_MIN || dtype.width() == 2 && copies_promise(data, dtype))
     {
-        true => Copies { dtype }.encode(data, setup),
+        true => Copies { dtype }.encode(data),
         false => None,
     };
     // Values that recur exactly among mostly distinct ones (never-trained classes, dead
@@ -150,15 +152,15 @@ pub(super) fn floats(
     let layered = dtype.width() > 1;
     let s = sample(data);
     let share = repeats(&s, dtype.width());
-    let l = layers(data, dtype, share, setup, &mut spare);
+    let l = layers(data, dtype, share, &mut spare);
     if !planes_hopeless(data, dtype, &l) {
-        Planes { dtype }.encode_into(data, setup, &mut spare);
+        Planes { dtype }.encode_into(data, &mut spare);
         best.consider(Codec::Planes, spare);
     }
     // One-byte values from one table decode three times as fast as the planes codec's, which
     // keeps them only where it is `BYTES_MARGIN` smaller.
     if !layered {
-        if let Some(b) = Bytes.encode(data, setup) {
+        if let Some(b) = Bytes.encode(data) {
             let near = (b.len() as f64) < (1.0 + BYTES_MARGIN) * best.len() as f64;
             if near && b.len() < data.len() {
                 best.codec = Codec::Bytes;
@@ -189,19 +191,19 @@ pub(super) fn floats(
         _ => recent::choose(data, dtype, miss_bits, best.len()),
     };
     if let Some(size) = size {
-        best.try_codec(&Recent { dtype, size }, setup);
+        best.try_codec(&Recent { dtype, size });
     }
     if let Some(p) = copies {
         best.consider(Codec::Copies, p);
     }
-    floats_zstd(data, &s, share, setup, best);
+    floats_zstd(data, &s, share, best);
     (setup.progress)(data.len() as u64);
 }
 
 /// zstd on a float block, only where the sample says it could win (structured arrays, runs
 /// of repeated values). The sample at level 9: at 3, silero's STFT basis (zstd -19: 4.4x)
 /// looked like 1.18x and went to the planes codec (1.22x).
-fn floats_zstd(data: &[u8], s: &[u8], share: f64, setup: &Setup, best: &mut Best) {
+fn floats_zstd(data: &[u8], s: &[u8], share: f64, best: &mut Best) {
     // Where the best so far is under half the block and under half of what zstd's fastest
     // level makes of the sample, level 9 is not tried either (blocks of scaled integers);
     // nor where its windows hardly repeat (trained weights).
@@ -216,27 +218,27 @@ fn floats_zstd(data: &[u8], s: &[u8], share: f64, setup: &Setup, best: &mut Best
         _ => 1.0,
     };
     if !hopeless && zstd_fraction(s, ZSTD_LEVEL) * (data.len() as f64) < reach * best.len() as f64 {
-        best.try_codec(&zstd_strong(data), setup);
+        best.try_codec(&zstd_strong(data));
     }
 }
 
 /// A block of a quantized tensor's one-byte integers.
 pub(super) fn quantized(data: &[u8], setup: &Setup, best: &mut Best) {
     // Quantized weights hold little beyond their values' frequencies.
-    best.try_codec(&Bytes, setup);
+    best.try_codec(&Bytes);
     // Values whose neighbours predict them (a per-tensor scale over rows of different
     // magnitudes, a table) are LZMA's, whose literals see the previous byte; above its range,
     // zstd's where the sample's windows repeat and its level-9 size promises less.
     if (LZMA_TENSOR_MIN..=STRONG_MAX).contains(&data.len()) {
         if !setup.cm.params.fast {
-            lzma(best, Effort::Quick, setup);
+            lzma(best, Effort::Quick);
         }
     } else {
         let s = sample(data);
         if repeats(&s, 1) >= REPEATS_MIN
             && zstd_fraction(&s, ZSTD_LEVEL) * (data.len() as f64) < best.len() as f64
         {
-            best.try_codec(&zstd_strong(data), setup);
+            best.try_codec(&zstd_strong(data));
         }
     }
     (setup.progress)(data.len() as u64);
@@ -245,9 +247,9 @@ pub(super) fn quantized(data: &[u8], setup: &Setup, best: &mut Best) {
 /// A tensor file's header: plain zstd only where the header codec's rewrite does not apply
 /// (its text is the header's with fewer digits, coded at a higher level).
 pub(super) fn header(data: &[u8], setup: &Setup, best: &mut Best) {
-    match TensorHeader.encode(data, setup) {
+    match TensorHeader.encode(data) {
         Some(h) => best.consider(Codec::TensorHeader, h),
-        None => best.try_codec(&zstd(), setup),
+        None => best.try_codec(&zstd()),
     }
     (setup.progress)(data.len() as u64);
 }

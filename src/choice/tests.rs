@@ -3,10 +3,10 @@ use super::sample::{
     aligned_sample, cm_predicted, float_guess, order0, repeats, sample, Guess, Prediction, SAMPLE,
 };
 use super::tensor::COPIES_MIN;
-use super::{code_block, Place, ZSTD_STRONG};
+use super::{code_block, Place, Setup, ZSTD_STRONG};
 use crate::codecs::cm::{CmConfig, CpuBackend};
 use crate::codecs::float::{self, DType};
-use crate::codecs::{zstd as zstd_codec, Setup};
+use crate::codecs::zstd as zstd_codec;
 use crate::containers::Kind;
 use crate::format::Codec;
 use crate::testing::xorshift;
@@ -18,7 +18,6 @@ fn coded(data: &[u8], place: Place) -> (Codec, Vec<u8>) {
         cm: &cm,
         backend: &backend,
         progress: &|_| {},
-        base: None,
     };
     code_block(data, place, &setup, Vec::new())
 }

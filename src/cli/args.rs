@@ -83,9 +83,15 @@ pub enum Cmd {
         /// The level whose model it starts, 2 .. 9 (default 6).
         #[arg(long, value_name = "N", default_value_t = 6)]
         level: u8,
-        /// Backbone network of that model.
-        #[arg(long, value_enum, default_value = "pac", hide_possible_values = true)]
-        model: ModelArg,
+        /// Backbone network of that level's predictor (`--model` is an older name).
+        #[arg(
+            long,
+            alias = "model",
+            value_enum,
+            default_value = "pac",
+            hide_possible_values = true
+        )]
+        backbone: BackboneArg,
         /// log2 of the model's context slots (16 bytes each): the pack's size and the table of
         /// every block compressed with it.
         #[arg(long, value_name = "N", default_value_t = 20)]
@@ -194,14 +200,20 @@ pub struct Flags {
     /// decompressing, the base the archive was made against.
     #[arg(long, value_name = "BASE")]
     pub patch_from: Option<PathBuf>,
-    /// Backbone network of the predictor.
-    #[arg(long, value_enum, default_value = "pac", hide_possible_values = true)]
-    pub model: ModelArg,
+    /// Backbone network of the predictor (`--model` is an older name).
+    #[arg(
+        long,
+        alias = "model",
+        value_enum,
+        default_value = "pac",
+        hide_possible_values = true
+    )]
+    pub backbone: BackboneArg,
 }
 
 /// Backbones selectable on the command line.
 #[derive(Clone, Copy, Default, clap::ValueEnum)]
-pub enum ModelArg {
+pub enum BackboneArg {
     /// PAC-style MLP over SEP patch features.
     #[default]
     Pac,
@@ -209,12 +221,12 @@ pub enum ModelArg {
     Trace,
 }
 
-impl ModelArg {
+impl BackboneArg {
     /// The library's name for this backbone.
     pub fn backbone(self) -> sep::Backbone {
         match self {
-            ModelArg::Pac => sep::Backbone::Pac,
-            ModelArg::Trace => sep::Backbone::Trace,
+            BackboneArg::Pac => sep::Backbone::Pac,
+            BackboneArg::Trace => sep::Backbone::Trace,
         }
     }
 }

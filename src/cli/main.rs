@@ -74,7 +74,7 @@ fn options(flags: &Flags, bar: &Option<ProgressBar>) -> Result<Options, Failure>
     if let Some(dir) = std::env::var_os("SEP_PACKS") {
         opts.packs = packs_in(Path::new(&dir))?;
     }
-    opts.backbone = flags.model.backbone();
+    opts.backbone = flags.backbone.backbone();
     if let Some(path) = &flags.patch_from {
         opts.base = Some(Arc::new(load_base(path)?));
     }
@@ -595,7 +595,7 @@ fn main() -> ExitCode {
             kind,
             description,
             level,
-            model,
+            backbone,
             table_log,
             history,
             force,
@@ -611,7 +611,7 @@ fn main() -> ExitCode {
                 kind,
                 description,
                 level,
-                backbone: model.backbone(),
+                backbone: backbone.backbone(),
                 slots_log: table_log,
                 history: usize::try_from(history).unwrap_or(usize::MAX),
             };

@@ -15,8 +15,8 @@
 //! mixes leanly, one mixer and one probability map), row width (`u32`, 1 to `MAX_WIDTH`),
 //! then a context-mixing payload of the residual bytes, as long as the block (FORMAT.md, codec 10).
 
+use super::block_codec::{BlockCodec, ProgressFn, Seen};
 use super::cm::{Backend, CmConfig, DEFAULT_LEVEL};
-use super::{BlockCodec, ProgressFn, Seen, Setup};
 use crate::error::{Error, Result};
 use crate::format::{cm_fits, Codec};
 
@@ -172,23 +172,23 @@ pub fn inverse(residuals: &[u8], shape: Shape, out: &mut Vec<u8>) {
     out.extend_from_slice(&residuals[b * n..]);
 }
 
-/// Codes `data` as `shape` says, its residuals with the context-mixing codec's `model` on `backend`
-/// (a lean model is recorded as such: the archive's model may not be).
+/// Codes `data` as `shape` says, its residuals with the context-mixing configuration `config`
+/// on `backend` (a lean model is recorded as such: the archive's may not be).
 pub fn encode(
     data: &[u8],
     shape: Shape,
     backend: &dyn Backend,
-    model: &CmConfig,
+    config: &CmConfig,
     progress: ProgressFn,
 ) -> Vec<u8> {
     let flags = (shape.big_endian as u8 * BIG_ENDIAN)
         | (shape.planes as u8 * PLANES)
         | ((shape.bytes == 2) as u8 * SHORT)
         | (shape.skip << SKIP_SHIFT)
-        | (model.params.lean as u8 * LEAN);
+        | (config.params.lean as u8 * LEAN);
     let mut payload = vec![flags];
     payload.extend_from_slice(&shape.width.to_le_bytes());
-    payload.extend_from_slice(&backend.encode(&forward(data, shape), model, progress));
+    payload.extend_from_slice(&backend.encode(&forward(data, shape), config, progress));
     payload
 }
 
@@ -218,21 +218,21 @@ fn parse(payload: &[u8]) -> Result<(Shape, bool, &[u8])> {
     Ok((shape, flags & LEAN != 0, inner))
 }
 
-/// Decodes a field payload of a `raw_len`-byte block coded with the archive's `model`,
-/// appending the block to `out`.
+/// Decodes a field payload of a `raw_len`-byte block coded with the archive's configuration
+/// `config`, appending the block to `out`.
 pub fn decode(
     payload: &[u8],
     raw_len: usize,
     backend: &dyn Backend,
-    model: &CmConfig,
+    config: &CmConfig,
     progress: ProgressFn,
     out: &mut Vec<u8>,
 ) -> Result<()> {
     let (shape, lean, inner) = parse(payload)?;
     let mut residuals = Vec::new();
-    let leaned = lean.then(|| model.leaned());
-    let model = leaned.as_ref().unwrap_or(model);
-    backend.decode(inner, raw_len, model, progress, &mut residuals)?;
+    let leaned = lean.then(|| config.leaned());
+    let config = leaned.as_ref().unwrap_or(config);
+    backend.decode(inner, raw_len, config, progress, &mut residuals)?;
     if residuals.len() != raw_len {
         return Err(Error::Corrupt("field block of the wrong length".into()));
     }
@@ -240,34 +240,42 @@ pub fn decode(
     Ok(())
 }
 
-/// The model that codes a field's residuals, for a block whose model is `model`: up to the
-/// default level, whose speed is bounded, lean mixing (on residuals it takes a few percent
-/// more bytes and about 40% less time), beyond it the block's own.
-pub fn residual_model(model: &CmConfig) -> CmConfig {
-    match model.level <= DEFAULT_LEVEL {
-        true => model.without_pack().leaned(),
-        false => model.without_pack(),
+/// The configuration that codes a field's residuals, for a block whose configuration is `config`:
+/// up to the default level, whose speed is bounded, lean mixing (on residuals it takes a few
+/// percent more bytes and about 40% less time), beyond it the block's own.
+pub fn residual_config(config: &CmConfig) -> CmConfig {
+    match config.level <= DEFAULT_LEVEL {
+        true => config.without_pack().leaned(),
+        false => config.without_pack(),
     }
 }
 
 /// The field codec in `shape` (encoding declines without one; decoding reads it from the
-/// payload), its residuals coded with `residual_model` of the `Setup`'s configuration.
-pub struct Field {
+/// payload), its residuals coded by the context-mixing codec: encoding with
+/// `residual_config(config)`, decoding with the archive's configuration `config`, leaned
+/// where the payload says so.
+pub struct Field<'a> {
     /// How the block's values are read.
     pub shape: Option<Shape>,
+    /// The block's context-mixing configuration.
+    pub config: &'a CmConfig,
+    /// What runs the predictor.
+    pub backend: &'a dyn Backend,
+    /// Told of the block's bytes as they are coded.
+    pub progress: ProgressFn<'a>,
 }
 
-impl BlockCodec for Field {
+impl BlockCodec for Field<'_> {
     fn codec(&self) -> Codec {
         Codec::Field
     }
 
-    fn encode_into(&self, data: &[u8], setup: &Setup, out: &mut Vec<u8>) -> bool {
+    fn encode_into(&self, data: &[u8], out: &mut Vec<u8>) -> bool {
         let Some(shape) = self.shape else {
             return false;
         };
-        let model = residual_model(setup.cm);
-        *out = encode(data, shape, setup.backend, &model, setup.progress);
+        let config = residual_config(self.config);
+        *out = encode(data, shape, self.backend, &config, self.progress);
         cm_fits(data.len() as u64, out.len() as u64)
     }
 
@@ -275,16 +283,15 @@ impl BlockCodec for Field {
         &self,
         payload: &[u8],
         raw_len: usize,
-        setup: &Setup,
         out: &mut Vec<u8>,
         _: &mut dyn FnMut(&[u8]),
     ) -> Result<Seen> {
         decode(
             payload,
             raw_len,
-            setup.backend,
-            setup.cm,
-            setup.progress,
+            self.backend,
+            self.config,
+            self.progress,
             out,
         )?;
         Ok(Seen::Nothing)
@@ -351,7 +358,7 @@ mod tests {
     fn a_smooth_field_round_trips_smaller_than_its_bytes() {
         let field = crate::testing::smooth_field(120, 90, true);
         let backend = CpuBackend::default();
-        let model = CmConfig::for_level(1, <_>::default());
+        let config = CmConfig::for_level(1, <_>::default());
         let shape = Shape {
             bytes: 4,
             big_endian: true,
@@ -359,8 +366,8 @@ mod tests {
             width: 90,
             skip: 0,
         };
-        let payload = encode(&field, shape, &backend, &model, &|_| {});
-        let plain = backend.encode(&field, &model, &|_| {});
+        let payload = encode(&field, shape, &backend, &config, &|_| {});
+        let plain = backend.encode(&field, &config, &|_| {});
         assert!(
             payload.len() < plain.len(),
             "{} {}",
@@ -368,7 +375,7 @@ mod tests {
             plain.len()
         );
         let mut out = Vec::new();
-        decode(&payload, field.len(), &backend, &model, &|_| {}, &mut out).unwrap();
+        decode(&payload, field.len(), &backend, &config, &|_| {}, &mut out).unwrap();
         assert_eq!(out, field);
         // Hostile shapes are refused before any decoding.
         for bad in [
@@ -379,13 +386,13 @@ mod tests {
         ] {
             let mut p = payload.clone();
             p[..5].copy_from_slice(&bad);
-            assert!(decode(&p, field.len(), &backend, &model, &|_| {}, &mut out).is_err());
+            assert!(decode(&p, field.len(), &backend, &config, &|_| {}, &mut out).is_err());
         }
         assert!(decode(
             &payload[..3],
             field.len(),
             &backend,
-            &model,
+            &config,
             &|_| {},
             &mut out
         )
@@ -396,7 +403,7 @@ mod tests {
     fn lean_residuals_decode_with_the_archives_model() {
         let field = crate::testing::smooth_raster(60, 80);
         let backend = CpuBackend::default();
-        let model = CmConfig::default();
+        let config = CmConfig::default();
         let shape = Shape {
             bytes: 2,
             big_endian: false,
@@ -404,12 +411,12 @@ mod tests {
             width: 80,
             skip: 0,
         };
-        let payload = encode(&field, shape, &backend, &model.leaned(), &|_| {});
+        let payload = encode(&field, shape, &backend, &config.leaned(), &|_| {});
         assert_eq!(payload[0] & LEAN, LEAN);
-        let full = encode(&field, shape, &backend, &model, &|_| {});
+        let full = encode(&field, shape, &backend, &config, &|_| {});
         assert_ne!(payload[5..], full[5..]);
         let mut out = Vec::new();
-        decode(&payload, field.len(), &backend, &model, &|_| {}, &mut out).unwrap();
+        decode(&payload, field.len(), &backend, &config, &|_| {}, &mut out).unwrap();
         assert_eq!(out, field);
         // Without the flag, the residuals are read with the full model: other bytes or an error.
         let mut unflagged = payload.clone();
@@ -419,7 +426,7 @@ mod tests {
             &unflagged,
             field.len(),
             &backend,
-            &model,
+            &config,
             &|_| {},
             &mut wrong,
         );

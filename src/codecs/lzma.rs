@@ -8,7 +8,7 @@
 //! smallest power of two at least the block's length, from 4 KiB to `MAX_DICT`; the literal
 //! and position settings are in the stream.
 
-use super::{BlockCodec, Seen, Setup};
+use super::block_codec::{BlockCodec, Seen};
 use crate::error::{Error, Result};
 use crate::format::Codec;
 use liblzma::stream::{Action, Filters, LzmaOptions, Status, Stream, PRESET_EXTREME};
@@ -115,7 +115,7 @@ impl BlockCodec for Lzma {
         Codec::Lzma
     }
 
-    fn encode_into(&self, data: &[u8], _: &Setup, out: &mut Vec<u8>) -> bool {
+    fn encode_into(&self, data: &[u8], out: &mut Vec<u8>) -> bool {
         match encode(data, self.literals, self.effort) {
             Some(p) => {
                 *out = p;
@@ -129,7 +129,6 @@ impl BlockCodec for Lzma {
         &self,
         payload: &[u8],
         raw_len: usize,
-        _: &Setup,
         out: &mut Vec<u8>,
         _: &mut dyn FnMut(&[u8]),
     ) -> Result<Seen> {

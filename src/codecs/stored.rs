@@ -1,7 +1,7 @@
 //! The stored codec: the payload is the block's bytes as they are. The encoder stores a block
 //! that no codec makes smaller.
 
-use super::{BlockCodec, Seen, Setup};
+use super::block_codec::{BlockCodec, Seen};
 use crate::error::{Error, Result};
 use crate::format::checksum::xxh3_64;
 use crate::format::Codec;
@@ -24,7 +24,7 @@ impl BlockCodec for Stored {
         Codec::Stored
     }
 
-    fn encode_into(&self, data: &[u8], _: &Setup, out: &mut Vec<u8>) -> bool {
+    fn encode_into(&self, data: &[u8], out: &mut Vec<u8>) -> bool {
         out.clear();
         out.extend_from_slice(data);
         true
@@ -34,7 +34,6 @@ impl BlockCodec for Stored {
         &self,
         payload: &[u8],
         raw_len: usize,
-        _: &Setup,
         out: &mut Vec<u8>,
         _: &mut dyn FnMut(&[u8]),
     ) -> Result<Seen> {

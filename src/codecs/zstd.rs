@@ -2,7 +2,7 @@
 //! context per thread: a fresh context allocates its tables anew, and their first touch (page
 //! faults) cost more than compressing a 64 KiB sample, once per block.
 
-use super::{BlockCodec, Seen, Setup};
+use super::block_codec::{BlockCodec, Seen};
 use crate::error::{Error, Result};
 use crate::format::Codec;
 use std::cell::RefCell;
@@ -81,7 +81,7 @@ impl BlockCodec for Zstd {
         Codec::Zstd
     }
 
-    fn encode_into(&self, data: &[u8], _: &Setup, out: &mut Vec<u8>) -> bool {
+    fn encode_into(&self, data: &[u8], out: &mut Vec<u8>) -> bool {
         match compress(data, self.level) {
             Some(z) => {
                 *out = z;
@@ -95,7 +95,6 @@ impl BlockCodec for Zstd {
         &self,
         payload: &[u8],
         raw_len: usize,
-        _: &Setup,
         out: &mut Vec<u8>,
         _: &mut dyn FnMut(&[u8]),
     ) -> Result<Seen> {

@@ -1,5 +1,5 @@
-//! Entropy coding: a binary range coder (the context-mixing codec's) and interleaved rANS (the float
-//! codecs').
+//! Entropy coding: a binary range coder (the context-mixing codec's) and interleaved rANS (the
+//! float codecs').
 
 mod range;
 pub mod rans;

@@ -15,8 +15,8 @@ pub const END_MAGIC: [u8; 4] = [b'S', b'E', b'P', 0x89];
 pub const VERSION: u16 = 2;
 /// Largest block size an archive may declare.
 pub const MAX_BLOCK_SIZE: u64 = 1 << 30;
-/// Most original bytes a context-mixing block may hold per byte of its payload: it bounds the work an
-/// archive can ask of the slowest decoder (about 10 µs a byte) by its size.
+/// Most original bytes a context-mixing block may hold per byte of its payload: it bounds the work
+/// an archive can ask of the slowest decoder (about 10 µs a byte) by its size.
 pub const CM_MAX_RATIO: u64 = 128;
 
 /// Whether a context-mixing block of `raw_len` original bytes may have a payload of `payload_len`

@@ -13,9 +13,9 @@ mod workers;
 pub use options::{Options, PackChoice, Stats, DEFAULT_BLOCK_SIZE, DEFAULT_MEMORY};
 
 use crate::choice::base::find;
-use crate::choice::{code_block, Place};
+use crate::choice::{code_block, Place, Setup};
 use crate::codecs::cm::{CmConfig, CpuBackend};
-use crate::codecs::{self, ProgressFn, Setup};
+use crate::codecs::{self, Decoder, ProgressFn};
 use crate::containers::Kind;
 use crate::engine::ENGINE_VERSION;
 use crate::error::{Error, Result};
@@ -132,18 +132,19 @@ fn compress_blocks<'a>(
         |((data, kind, raw_hash), (index, block_at)): ((Bytes<'a>, Kind, u64), (u64, u64))| {
             let spare = payloads.empty(0);
             let unpacked;
-            let model = match pack_allowed(index, data.len() as u64) {
+            let config = match pack_allowed(index, data.len() as u64) {
                 true => cm,
                 false => {
                     unpacked = cm.without_pack();
                     &unpacked
                 }
             };
-            // The same values in the base, where the block lies in a matched tensor.
+            // Where the block's values start in the base, if it lies in a matched tensor whose
+            // values the base holds.
             let against = base.and_then(|b| {
                 let from = find(&deltas, block_at, data.len() as u64)?;
-                let slice = b.bytes().get(from as usize..from as usize + data.len())?;
-                Some((from, slice))
+                b.bytes().get(from as usize..from as usize + data.len())?;
+                Some((from, b.bytes()))
             });
             let place = Place {
                 kind,
@@ -151,10 +152,9 @@ fn compress_blocks<'a>(
                 base: against,
             };
             let setup = Setup {
-                cm: model,
+                cm: config,
                 backend: &backend,
                 progress,
-                base: None,
             };
             let (codec, payload) = code_block(&data, place, &setup, spare);
             let payload_hash = match codec {
@@ -255,7 +255,7 @@ pub(crate) fn decompress_to_vec<'a>(
 /// Appends block `index` (record `rec`, checked payload `payload`) to `data` through its
 /// codec, checked against the record; returns its checksum.
 fn decode_block(
-    decoder: &Setup,
+    decoder: &Decoder,
     index: usize,
     rec: &BlockRecord,
     payload: &[u8],
@@ -269,7 +269,7 @@ fn decode_block(
         true => decoder,
         false => {
             unpacked = decoder.cm.without_pack();
-            &Setup {
+            &Decoder {
                 cm: &unpacked,
                 ..*decoder
             }
@@ -336,7 +336,7 @@ fn decode_archive<'a, W: Write>(
     let (payloads, blocks) = (Buffers::new(), Buffers::with_room(room));
     let returns = input.returns();
     let backend = CpuBackend::default();
-    let decoder = Setup {
+    let decoder = Decoder {
         cm: &cm,
         backend: &backend,
         progress,

@@ -37,9 +37,9 @@ const AUTO_PACK_MIN: usize = 256;
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub enum PackChoice {
-    /// The built-in text pack, for the blocks that look like text, where the input's start
-    /// looks like text that the context-mixing codec would code and the level's model is the one the
-    /// pack was trained for (the default level's); otherwise none.
+    /// The built-in text pack, for the blocks that look like text, where the input's start looks
+    /// like text that the context-mixing codec would code and the level's model is the one the pack
+    /// was trained for (the default level's); otherwise none.
     #[default]
     Auto,
     /// None: every model starts fresh.
@@ -59,7 +59,8 @@ pub struct Options {
     /// Compression level, 1 (fastest) to 9 (smallest): which model the context-mixing codec runs
     /// (compression only; the archive records it).
     pub level: u8,
-    /// Backbone of the context-mixing codec's network (compression only; decoding uses the archive's).
+    /// Backbone of the context-mixing codec's network (compression only; decoding uses the
+    /// archive's).
     pub backbone: Backbone,
     /// Element type of an input that is a raw float array (compression only).
     pub dtype: Option<DType>,
@@ -155,10 +156,10 @@ impl Options {
             PackChoice::Given(p) => plain.attach(p.clone()),
             PackChoice::Off => Ok(plain),
             PackChoice::Auto => {
-                // Where the start is not text bound for the context-mixing codec, the archive names no
-                // pack, which its decoder would otherwise need; nor for inputs so short that
-                // the pack's name in the header costs more than the pack saves.
-                // A build without the built-in pack names none.
+                // Where the start is not text bound for the context-mixing codec, the archive names
+                // no pack, which its decoder would otherwise need; nor for inputs so short that the
+                // pack's name in the header costs more than the pack saves. A build without the
+                // built-in pack names none.
                 if !pack::BUILTIN
                     || head.len() < AUTO_PACK_MIN
                     || !looks_like_text(head)

@@ -4,7 +4,7 @@
 
 use super::{decode_block, noop, read_header, Counting, Options, Stats};
 use crate::codecs::cm::CpuBackend;
-use crate::codecs::{ProgressFn, Setup};
+use crate::codecs::{Decoder, ProgressFn};
 use crate::error::{Error, Result};
 use crate::format::checksum::xxh3_64;
 use crate::format::{BlockRecord, Next, Trailer};
@@ -40,7 +40,7 @@ pub(crate) fn decompress_range(
         None => &noop,
     };
     let backend = CpuBackend::default();
-    let decoder = Setup {
+    let decoder = Decoder {
         cm: &cm,
         backend: &backend,
         progress,

@@ -221,8 +221,8 @@ fn archives_claiming_too_much_are_refused_before_any_work() {
         let line = decompress_fails(d, &bomb, &["memory limit"]);
         assert!(line.contains("--memory"), "{line}");
         assert!(started.elapsed().as_secs_f64() < 2.0, "{:?}", codec);
-        // With the limit raised, a context-mixing block claiming more than 128 bytes per payload byte
-        // is refused as it is read.
+        // With the limit raised, a context-mixing block claiming more than 128 bytes per payload
+        // byte is refused as it is read.
         if codec == sep::Codec::Cm {
             fs::write(d.join("bomb.sep"), &bomb).unwrap();
             let r = sep(

@@ -114,8 +114,8 @@ fn raster() -> Vec<u8> {
     data
 }
 
-/// 1,500 picks among 64 random words of 48 bytes: each word recurs with every other after it,
-/// so the context-mixing codec's match model, which follows one earlier occurrence, keeps losing the
+/// 1,500 picks among 64 random words of 48 bytes: each word recurs with every other after it, so
+/// the context-mixing codec's match model, which follows one earlier occurrence, keeps losing the
 /// thread where LZMA codes each word as a match: the LZMA codec.
 fn words() -> Vec<u8> {
     let mut x = 0x1a_u64;

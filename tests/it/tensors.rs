@@ -153,8 +153,8 @@ fn npy_and_raw_arrays_round_trip() {
     raw.push(7);
     fs::write(d.join("w.f32"), &raw).unwrap();
     check_file(d, "w.f32", &["--dtype", "f32"]);
-    // Without --dtype the block's sample codes best as f32 values, and shows nothing beyond
-    // their statistics: the tensor codecs, not the context-mixing model (which `check_file` refuses).
+    // Without --dtype the block's sample codes best as f32 values, and shows nothing beyond their
+    // statistics: the tensor codecs, not the context-mixing model (which `check_file` refuses).
     fs::write(d.join("w.bin"), &raw).unwrap();
     check_file(d, "w.bin", &[]);
     // The same raw array from stdin.

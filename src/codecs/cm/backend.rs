@@ -10,13 +10,13 @@ use std::sync::{Condvar, Mutex};
 /// Runs the model over blocks.
 pub trait Backend: Sync {
     /// Predicts and codes one block; returns the payload.
-    fn encode(&self, data: &[u8], model: &CmConfig, progress: ProgressFn) -> Vec<u8>;
+    fn encode(&self, data: &[u8], config: &CmConfig, progress: ProgressFn) -> Vec<u8>;
     /// Decodes one block's payload, appending its `raw_len` bytes to `out`.
     fn decode(
         &self,
         payload: &[u8],
         raw_len: usize,
-        model: &CmConfig,
+        config: &CmConfig,
         progress: ProgressFn,
         out: &mut Vec<u8>,
     ) -> Result<()>;
@@ -24,8 +24,8 @@ pub trait Backend: Sync {
 
 /// Workspaces shared by a backend's workers: taken for a block, given back after it. At most
 /// `WORKSPACES` exist, each up to ~300 MB for large blocks, so that coding stays within 1 GB
-/// whatever the number of workers (a worker with a context-mixing block waits for a workspace; workers
-/// coding other blocks never do).
+/// whatever the number of workers (a worker with a context-mixing block waits for a workspace;
+/// workers coding other blocks never do).
 #[derive(Default)]
 pub struct Arena {
     free: Mutex<Vec<Workspace>>,
@@ -91,16 +91,16 @@ pub struct CpuBackend {
 }
 
 impl Backend for CpuBackend {
-    fn encode(&self, data: &[u8], model: &CmConfig, progress: ProgressFn) -> Vec<u8> {
+    fn encode(&self, data: &[u8], config: &CmConfig, progress: ProgressFn) -> Vec<u8> {
         self.arena
-            .with(|ws| encode(data, model.params, model.pack.as_deref(), ws, progress))
+            .with(|ws| encode(data, config.params, config.pack.as_deref(), ws, progress))
     }
 
     fn decode(
         &self,
         payload: &[u8],
         raw_len: usize,
-        model: &CmConfig,
+        config: &CmConfig,
         progress: ProgressFn,
         out: &mut Vec<u8>,
     ) -> Result<()> {
@@ -108,8 +108,8 @@ impl Backend for CpuBackend {
             decode(
                 payload,
                 raw_len,
-                model.params,
-                model.pack.as_deref(),
+                config.params,
+                config.pack.as_deref(),
                 ws,
                 progress,
                 out,

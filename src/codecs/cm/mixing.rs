@@ -194,7 +194,8 @@ impl Apm {
     #[inline]
     pub fn refine(&mut self, st: f32, cx: usize) -> u32 {
         let pos = (bound(st, -7.999, 7.999) + 8.0) * 2.0; // 0..32
-                                                          // SAFETY of the cast: pos is finite and in [0, 32).
+                                                          // SAFETY of the cast: pos is finite and
+                                                          // in [0, 32).
         let lo = unsafe { pos.to_int_unchecked::<i32>() } as usize;
         let frac = pos - lo as f32;
         let base = cx * 33 + lo;

@@ -1,7 +1,7 @@
-//! The context-mixing codec: every bit of a block is predicted by a model that learns while it codes
-//! (context mixing of count experts, a match model and the SEP network) and range-coded. A block
-//! is cut into lanes, contiguous segments predicted side by side as one batch. Encoding runs the
-//! predictor on the worker (the producer) while a second thread range-codes its predictions;
+//! The context-mixing codec: every bit of a block is predicted by a model that learns while it
+//! codes (context mixing of count experts, a match model and the SEP network) and range-coded. A
+//! block is cut into lanes, contiguous segments predicted side by side as one batch. Encoding runs
+//! the predictor on the worker (the producer) while a second thread range-codes its predictions;
 //! decoding codes inline, since each prediction needs the bit before it.
 //!
 //! Payload: transforms (`u8`: bit 0, the x86 call transform; bit 1, the model starts from the
@@ -22,7 +22,7 @@ pub use config::{CmConfig, DEFAULT_LEVEL, LEVELS};
 pub use pack::{Geometry, Pack, PackId};
 pub use predictor::{Params, Predictor, Workspace};
 
-use super::{BlockCodec, ProgressFn, Seen, Setup};
+use super::block_codec::{BlockCodec, ProgressFn, Seen};
 use crate::entropy::{BitDecoder, BitEncoder};
 use crate::error::{Error, Result};
 use crate::format::{cm_fits, Codec};
@@ -413,18 +413,26 @@ fn decode_with(
     reported.finish();
     Ok(())
 }
-/// The context-mixing codec, with the `Setup`'s configuration and backend. It declines a
-/// payload of more than `CM_MAX_RATIO` bytes per byte, which decoders refuse (the codec pads
-/// to the limit, so a block is never near it).
-pub struct Cm;
+/// The context-mixing codec with configuration `config`, its predictor run by `backend`, its
+/// progress reported to `progress` as it goes. It declines a payload of more than
+/// `CM_MAX_RATIO` bytes per byte, which decoders refuse (the codec pads to the limit, so a
+/// block is never near it).
+pub struct Cm<'a> {
+    /// The configuration (decoding: the archive's).
+    pub config: &'a CmConfig,
+    /// What runs the predictor.
+    pub backend: &'a dyn Backend,
+    /// Told of the block's bytes as they are coded.
+    pub progress: ProgressFn<'a>,
+}
 
-impl BlockCodec for Cm {
+impl BlockCodec for Cm<'_> {
     fn codec(&self) -> Codec {
         Codec::Cm
     }
 
-    fn encode_into(&self, data: &[u8], setup: &Setup, out: &mut Vec<u8>) -> bool {
-        *out = setup.backend.encode(data, setup.cm, setup.progress);
+    fn encode_into(&self, data: &[u8], out: &mut Vec<u8>) -> bool {
+        *out = self.backend.encode(data, self.config, self.progress);
         cm_fits(data.len() as u64, out.len() as u64)
     }
 
@@ -432,13 +440,11 @@ impl BlockCodec for Cm {
         &self,
         payload: &[u8],
         raw_len: usize,
-        setup: &Setup,
         out: &mut Vec<u8>,
         _: &mut dyn FnMut(&[u8]),
     ) -> Result<Seen> {
-        setup
-            .backend
-            .decode(payload, raw_len, setup.cm, setup.progress, out)?;
+        self.backend
+            .decode(payload, raw_len, self.config, self.progress, out)?;
         Ok(Seen::Nothing)
     }
 

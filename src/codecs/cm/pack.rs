@@ -1,18 +1,17 @@
-//! Pre-trained model packs: the predictor's learnt state after training on data of one type,
-//! from which a block's model starts instead of from nothing.
+//! Pre-trained model packs: the predictor's learnt state after training on data of one type, from
+//! which a block's model starts instead of from nothing.
 //!
-//! A pack file is a safetensors file. Its metadata: `format` (`sep-pack`), `version` (`1`),
-//! `name`, `type` (the kind of data it was trained on), `config` (hex of the context-mixing
-//! configuration it fits, without any pack), `slots_log` and `order2_bits` (the geometry of the
-//! tables, which a block using the pack takes), `description` (the training data) and
-//! `sep_version`. Its tensors are the predictor's state (`State`): `slots` (u8, the hashed
-//! contexts' bit histories, 16 bytes a slot), `tiles` (u8, per slot the 8 bits of its hash
-//! above the index, so that a larger table places it), `maps` (u32, one row of 256 counters per context), `t0`, `t1`,
-//! `tm` (u32 counters), `mix_a` .. `mix_e` with `mix_a_uses` .. (f32 weights, u32 uses),
-//! `apm_a` .. `apm_c` (u16), `chain` (f32), `net` (f32, only with a network) and `history`
-//! (u8, the training data's last bytes, a multiple of 16 and at most `HISTORY_MAX`; may be
-//! empty or absent). A pack is named in an archive by its name and the SHA-256 of the whole
-//! file.
+//! A pack file is a safetensors file. Its metadata: `format` (`sep-pack`), `version` (`1`), `name`,
+//! `type` (the kind of data it was trained on), `config` (hex of the context-mixing configuration
+//! it fits, without any pack), `slots_log` and `order2_bits` (the geometry of the tables, which a
+//! block using the pack takes), `description` (the training data) and `sep_version`. Its tensors
+//! are the predictor's state (`State`): `slots` (u8, the hashed contexts' bit histories, 16 bytes a
+//! slot), `tiles` (u8, per slot the 8 bits of its hash above the index, so that a larger table
+//! places it), `maps` (u32, one row of 256 counters per context), `t0`, `t1`, `tm` (u32 counters),
+//! `mix_a` .. `mix_e` with `mix_a_uses` .. (f32 weights, u32 uses), `apm_a` .. `apm_c` (u16),
+//! `chain` (f32), `net` (f32, only with a network) and `history` (u8, the training data's last
+//! bytes, a multiple of 16 and at most `HISTORY_MAX`; may be empty or absent). A pack is named in
+//! an archive by its name and the SHA-256 of the whole file.
 
 use crate::error::{Error, Result};
 use crate::format::checksum::hex;

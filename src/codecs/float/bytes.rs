@@ -18,7 +18,7 @@
 //! present and in the same group of 8 (the next smaller mantissa), the zigzag of the difference
 //! to it; otherwise its frequency minus 1.
 
-use crate::codecs::{BlockCodec, Seen, Setup};
+use crate::codecs::block_codec::{BlockCodec, Seen};
 use crate::entropy::rans::{self, fit, Decoder, Words, LOW, WAYS};
 use crate::error::{Error, Result};
 use crate::format::Codec;
@@ -317,7 +317,7 @@ impl Level {
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::Table;
-    use crate::codecs::float::interleaved::refill;
+    use crate::entropy::rans::avx2::refill;
     use crate::entropy::rans::{Words, WAYS};
     use std::arch::x86_64::*;
 
@@ -472,7 +472,7 @@ impl BlockCodec for Bytes {
         Codec::Bytes
     }
 
-    fn encode_into(&self, data: &[u8], _: &Setup, out: &mut Vec<u8>) -> bool {
+    fn encode_into(&self, data: &[u8], out: &mut Vec<u8>) -> bool {
         *out = encode(data);
         true
     }
@@ -481,7 +481,6 @@ impl BlockCodec for Bytes {
         &self,
         payload: &[u8],
         raw_len: usize,
-        _: &Setup,
         out: &mut Vec<u8>,
         seen: &mut dyn FnMut(&[u8]),
     ) -> Result<Seen> {

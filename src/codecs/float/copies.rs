@@ -20,7 +20,7 @@ use super::adaptive::{put_prefixed, put_values_and_tail, Context, PayloadReader,
 use super::ibp::{bit_length, BitReader, BitWriter};
 use super::planes::read;
 use super::DType;
-use crate::codecs::{BlockCodec, Seen, Setup};
+use crate::codecs::block_codec::{BlockCodec, Seen};
 use crate::entropy::rans;
 use crate::error::{Error, Result};
 use crate::format::Codec;
@@ -513,8 +513,8 @@ fn room<const W: usize>(buf: &mut Vec<u8>, start: usize, need: usize, n: usize) 
     }
 }
 
-/// Follows the events of the stream in `dec` for `n` values, appending them (literals from `lits`) to `out`, which is empty;
-/// returns the decoder for its final check.
+/// Follows the events of the stream in `dec` for `n` values, appending them (literals from `lits`)
+/// to `out`, which is empty; returns the decoder for its final check.
 fn expand<'a, const W: usize>(
     dec: rans::Decoder<'a>,
     n: usize,
@@ -615,7 +615,7 @@ impl BlockCodec for Copies {
         Codec::Copies
     }
 
-    fn encode_into(&self, data: &[u8], _: &Setup, out: &mut Vec<u8>) -> bool {
+    fn encode_into(&self, data: &[u8], out: &mut Vec<u8>) -> bool {
         match encode_chosen(data, self.dtype) {
             Some(p) => {
                 *out = p;
@@ -629,7 +629,6 @@ impl BlockCodec for Copies {
         &self,
         payload: &[u8],
         raw_len: usize,
-        _: &Setup,
         out: &mut Vec<u8>,
         _: &mut dyn FnMut(&[u8]),
     ) -> Result<Seen> {

@@ -15,7 +15,7 @@
 //! the length R of the range-coded stream (8 bytes LE), the stream (`entropy::range`, R bytes),
 //! then the raw bits, packed from each byte's lowest bit up.
 
-use crate::codecs::{BlockCodec, Seen, Setup};
+use crate::codecs::block_codec::{BlockCodec, Seen};
 use crate::entropy::{BitDecoder, BitEncoder};
 use crate::error::{Error, Result};
 use crate::format::Codec;
@@ -337,13 +337,15 @@ pub fn decode(payload: &[u8], base: &[u8], raw_len: usize, out: &mut Vec<u8>) ->
     Ok(())
 }
 
-/// The delta codec: a block against the values `base.1` of the base file, which start at
-/// `base.0` in it, as values of `width` bytes. Decoding reads the offset from the payload and
-/// the base file from the `Setup`.
+/// The delta codec against `base`, the whole base file (`--patch-from`): encoding codes a
+/// block whose base values start at `at` in it, as values of `width` bytes (declining a
+/// block that runs past the base's end); decoding reads the offset and width from the payload.
 pub struct Delta<'a> {
-    /// Where the block's base values start in the base file, and those values.
-    pub base: (u64, &'a [u8]),
-    /// Bytes per value.
+    /// The base file.
+    pub base: &'a [u8],
+    /// Where the block's base values start in it (encoding).
+    pub at: u64,
+    /// Bytes per value (encoding).
     pub width: usize,
 }
 
@@ -352,8 +354,11 @@ impl BlockCodec for Delta<'_> {
         Codec::Delta
     }
 
-    fn encode_into(&self, data: &[u8], _: &Setup, out: &mut Vec<u8>) -> bool {
-        match encode(data, self.base.1, self.base.0, self.width) {
+    fn encode_into(&self, data: &[u8], out: &mut Vec<u8>) -> bool {
+        let values = usize::try_from(self.at)
+            .ok()
+            .and_then(|at| self.base.get(at..at.checked_add(data.len())?));
+        match values.and_then(|v| encode(data, v, self.at, self.width)) {
             Some(p) => {
                 *out = p;
                 true
@@ -366,14 +371,10 @@ impl BlockCodec for Delta<'_> {
         &self,
         payload: &[u8],
         raw_len: usize,
-        setup: &Setup,
         out: &mut Vec<u8>,
         _: &mut dyn FnMut(&[u8]),
     ) -> Result<Seen> {
-        let base = setup.base.ok_or_else(|| {
-            Error::Corrupt("a delta block in an archive made against no base".into())
-        })?;
-        decode(payload, base, raw_len, out)?;
+        decode(payload, self.base, raw_len, out)?;
         Ok(Seen::Nothing)
     }
 }

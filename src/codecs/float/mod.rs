@@ -11,7 +11,7 @@ pub mod delta;
 pub mod distinct;
 mod fill;
 pub mod ibp;
-mod interleaved;
+
 mod planes;
 pub mod recent;
 pub mod repeated;

@@ -14,7 +14,7 @@ use super::adaptive::{
 use super::distinct::Distinct;
 use super::planes::read;
 use super::DType;
-use crate::codecs::{BlockCodec, Seen, Setup};
+use crate::codecs::block_codec::{BlockCodec, Seen};
 use crate::entropy::rans;
 use crate::error::{Error, Result};
 use crate::format::Codec;
@@ -442,7 +442,7 @@ impl BlockCodec for Recent {
         Codec::Recent
     }
 
-    fn encode_into(&self, data: &[u8], _: &Setup, out: &mut Vec<u8>) -> bool {
+    fn encode_into(&self, data: &[u8], out: &mut Vec<u8>) -> bool {
         out.clear();
         encode_into(data, self.dtype, self.size, out);
         true
@@ -452,7 +452,6 @@ impl BlockCodec for Recent {
         &self,
         payload: &[u8],
         raw_len: usize,
-        _: &Setup,
         out: &mut Vec<u8>,
         _: &mut dyn FnMut(&[u8]),
     ) -> Result<Seen> {

@@ -18,7 +18,7 @@ use super::adaptive::{
 use super::ibp::{bit_length, BitReader, BitWriter};
 use super::planes::read;
 use super::DType;
-use crate::codecs::{BlockCodec, Seen, Setup};
+use crate::codecs::block_codec::{BlockCodec, Seen};
 use crate::entropy::rans;
 use crate::error::{Error, Result};
 use crate::format::Codec;
@@ -230,8 +230,8 @@ fn corrupt(what: &str) -> Error {
     Error::Corrupt(format!("repeated-values block: {what}"))
 }
 
-/// Decodes a payload, appending its `raw_len` bytes to `out`; `seen` gets the output piece by piece, in
-/// order, as it is written.
+/// Decodes a payload, appending its `raw_len` bytes to `out`; `seen` gets the output piece by
+/// piece, in order, as it is written.
 pub fn decode(
     payload: &[u8],
     raw_len: usize,
@@ -372,7 +372,7 @@ impl BlockCodec for Repeated {
         Codec::Repeated
     }
 
-    fn encode_into(&self, data: &[u8], _: &Setup, out: &mut Vec<u8>) -> bool {
+    fn encode_into(&self, data: &[u8], out: &mut Vec<u8>) -> bool {
         match encode_chosen(data, self.dtype, std::mem::take(out)) {
             Ok(r) => {
                 *out = r.payload;
@@ -389,7 +389,6 @@ impl BlockCodec for Repeated {
         &self,
         payload: &[u8],
         raw_len: usize,
-        _: &Setup,
         out: &mut Vec<u8>,
         seen: &mut dyn FnMut(&[u8]),
     ) -> Result<Seen> {

@@ -4,17 +4,32 @@
 //! Payload: the inner codec's tag (`u8`: planes, recent, scaled, repeated or copies), the
 //! values' width (`u8`: 2, 4 or 8), then the inner codec's payload (FORMAT.md, codec 9).
 
-use super::swap_order;
-use crate::codecs::{by_tag, BlockCodec, Seen, Setup};
+use super::copies::Copies;
+use super::recent::Recent;
+use super::repeated::Repeated;
+use super::scaled::Scaled;
+use super::{swap_order, DType, Planes};
+use crate::codecs::block_codec::{BlockCodec, Seen};
 use crate::error::{Error, Result};
 use crate::format::Codec;
 
+/// The decoder of `codec` where it may be the inner codec of a swapped block (a float codec
+/// that needs nothing but its payload), with the settings its decoder ignores.
+fn inner(codec: Codec) -> Option<&'static dyn BlockCodec> {
+    const D: DType = DType::F32;
+    Some(match codec {
+        Codec::Planes => &Planes { dtype: D },
+        Codec::Recent => &Recent { dtype: D, size: 0 },
+        Codec::Scaled => &Scaled { dtype: D },
+        Codec::Repeated => &Repeated { dtype: D },
+        Codec::Copies => &Copies { dtype: D },
+        _ => return None,
+    })
+}
+
 /// Whether `codec` may be the inner codec of a swapped block.
 fn inner_allowed(codec: Codec) -> bool {
-    matches!(
-        codec,
-        Codec::Planes | Codec::Recent | Codec::Scaled | Codec::Repeated | Codec::Copies
-    )
+    inner(codec).is_some()
 }
 
 /// The swapped payload of `payload`, what `inner` made of the byte-reversed values of
@@ -39,9 +54,7 @@ pub struct Swapped<'a> {
 
 /// The swapped codec as the decoder finds it: its inner codec is named by the payload.
 pub static SWAPPED: Swapped<'static> = Swapped {
-    inner: &super::Planes {
-        dtype: super::DType::F32,
-    },
+    inner: &Planes { dtype: DType::F32 },
     width: 4,
 };
 
@@ -50,10 +63,10 @@ impl BlockCodec for Swapped<'_> {
         Codec::Swapped
     }
 
-    fn encode_into(&self, data: &[u8], setup: &Setup, out: &mut Vec<u8>) -> bool {
+    fn encode_into(&self, data: &[u8], out: &mut Vec<u8>) -> bool {
         let mut values = data.to_vec();
         swap_order(&mut values, self.width);
-        match self.inner.encode(&values, setup) {
+        match self.inner.encode(&values) {
             Some(p) => match wrap(self.inner.codec(), self.width, &p) {
                 Some(w) => {
                     *out = w;
@@ -69,7 +82,6 @@ impl BlockCodec for Swapped<'_> {
         &self,
         payload: &[u8],
         raw_len: usize,
-        setup: &Setup,
         out: &mut Vec<u8>,
         _: &mut dyn FnMut(&[u8]),
     ) -> Result<Seen> {
@@ -82,14 +94,14 @@ impl BlockCodec for Swapped<'_> {
                 "swapped block of {width}-byte values"
             )));
         }
-        if !inner_allowed(inner_codec) {
+        let Some(decoder) = self::inner(inner_codec) else {
             return Err(Error::Corrupt(format!(
                 "a swapped block of codec {}",
                 inner_codec.name()
             )));
-        }
+        };
         let start = out.len();
-        by_tag(inner_codec).decode(inner, raw_len, setup, out, &mut |_| {})?;
+        decoder.decode(inner, raw_len, out, &mut |_| {})?;
         swap_order(out.get_mut(start..).unwrap_or_default(), width);
         Ok(Seen::Nothing)
     }
@@ -98,7 +110,6 @@ impl BlockCodec for Swapped<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codecs::cm::{CmConfig, CpuBackend};
     use crate::testing::xorshift;
 
     #[test]
@@ -109,41 +120,29 @@ mod tests {
             .collect();
         let mut be = le.clone();
         swap_order(&mut be, 4);
-        let (cm, backend) = (CmConfig::default(), CpuBackend::default());
-        let setup = Setup {
-            cm: &cm,
-            backend: &backend,
-            progress: &|_| {},
-            base: None,
-        };
-        let planes = super::super::Planes {
-            dtype: super::super::DType::F32,
-        };
+        let planes = Planes { dtype: DType::F32 };
         let codec = Swapped {
             inner: &planes,
             width: 4,
         };
-        let payload = codec.encode(&be, &setup).expect("planes codes any array");
+        let payload = codec.encode(&be).expect("planes codes any array");
         assert_eq!(payload[..2], [Codec::Planes.tag(), 4]);
-        assert_eq!(
-            payload[2..],
-            planes.encode(&le, &setup).expect("planes")[..]
-        );
+        assert_eq!(payload[2..], planes.encode(&le).expect("planes")[..]);
         let mut out = vec![7];
         SWAPPED
-            .decode(&payload, be.len(), &setup, &mut out, &mut |_| {})
+            .decode(&payload, be.len(), &mut out, &mut |_| {})
             .expect("decodes");
         assert!(out[0] == 7 && out[1..] == be[..]);
         // Not a float codec inside, and a width that is not a value's: refused.
         let mut bad = payload.clone();
         bad[0] = Codec::Zstd.tag();
         assert!(SWAPPED
-            .decode(&bad, be.len(), &setup, &mut Vec::new(), &mut |_| {})
+            .decode(&bad, be.len(), &mut Vec::new(), &mut |_| {})
             .is_err());
         bad = payload.clone();
         bad[1] = 3;
         assert!(SWAPPED
-            .decode(&bad, be.len(), &setup, &mut Vec::new(), &mut |_| {})
+            .decode(&bad, be.len(), &mut Vec::new(), &mut |_| {})
             .is_err());
     }
 }

@@ -3,7 +3,7 @@
 //! difference from what its dtype and shape give, both left empty when zero (they nearly always
 //! are), then zstd-coded. The rewrite is kept only where it reverses to the exact bytes.
 
-use crate::codecs::{BlockCodec, Seen, Setup};
+use crate::codecs::block_codec::{BlockCodec, Seen};
 use crate::error::{Error, Result};
 use crate::format::Codec;
 
@@ -185,7 +185,7 @@ impl BlockCodec for TensorHeader {
         Codec::TensorHeader
     }
 
-    fn encode_into(&self, data: &[u8], _: &Setup, out: &mut Vec<u8>) -> bool {
+    fn encode_into(&self, data: &[u8], out: &mut Vec<u8>) -> bool {
         match encode(data) {
             Some(p) => {
                 *out = p;
@@ -199,7 +199,6 @@ impl BlockCodec for TensorHeader {
         &self,
         payload: &[u8],
         raw_len: usize,
-        _: &Setup,
         out: &mut Vec<u8>,
         _: &mut dyn FnMut(&[u8]),
     ) -> Result<Seen> {

@@ -1,7 +1,8 @@
 //! The bit fields of a value as the planes codec splits it (`E`, `M`, the residual), and the
 //! per-value work of a batch: splitting, looking symbols up, joining values back.
 
-use super::*;
+use super::symbols::*;
+use crate::codecs::float::ibp;
 use crate::simd::leveled;
 use std::mem::MaybeUninit;
 

@@ -18,7 +18,9 @@
 //! count (`u32`), rANS stream length (`u32`) + stream, then the IBP section of the residuals.
 
 mod fields;
+mod interleaved;
 mod prior;
+mod symbols;
 mod tables;
 #[cfg(test)]
 mod tests;
@@ -26,49 +28,17 @@ mod tests;
 pub(crate) use fields::read;
 pub(crate) use tables::{Contexts, Tables};
 
-use super::{carry, ibp, interleaved, DType};
-use crate::codecs::{BlockCodec, Seen, Setup};
+use super::{carry, ibp, DType};
+use crate::codecs::block_codec::{BlockCodec, Seen};
 use crate::entropy::rans;
 use crate::error::{Error, Result};
 use crate::format::Codec;
 use crate::simd::Level;
 use fields::{join_all, look_up, split_all, spread_residuals, Fields};
 use prior::{survey, Prior};
+use symbols::*;
 use tables::BELOW_MEDIAN;
 
-/// Precision of the exponent table.
-pub(super) const E_BITS: u32 = 12;
-/// Precision of the mantissa-top tables.
-pub(super) const M_BITS: u32 = 8;
-/// Slots of the exponent table kept for the escape.
-const ESCAPE: u32 = 1;
-/// Index of the escape's slot range among a context's `E` symbols (after `ZERO`'s).
-pub(super) const ESCAPE_SYM: usize = ZERO + 1;
-/// Entries of a context's `E` symbol row: 256 exponents, `ZERO` and the escape, and room
-/// to load 64 entries from any exponent on.
-pub(super) const E_SYMS: usize = 256 + 64;
-/// Bytes of a context's exponent decode table: a slot per 12-bit state, and room for a
-/// 64-byte store at the last.
-pub(super) const E_STRIDE: usize = (1 << E_BITS) + 64;
-/// `E` symbol of a value that is +0.0 exactly (after the 256 exponents).
-pub(super) const ZERO: usize = 256;
-/// `E << 4 | M` of a +0.0 value, as the decoder reports it.
-pub(super) const ZERO_EM: u16 = (ZERO as u16) << 4;
-/// Bits of an escaped `E` symbol (raw values 256 and up all mean `ZERO`).
-pub(super) const RAW_BITS: u32 = 9;
-/// A table is refitted once its count grew by a quarter since its last fit (a mantissa-top
-/// table after a block prior: by a half, and from `PRIOR_M_MIN` counts on).
-const LAZY: u32 = 4;
-const PRIOR_M_LAZY: u32 = 2;
-/// Fewest own counts for which a mantissa-top table after a block prior is refitted for its
-/// own counts' sake (below, the prior's weight dwarfs them).
-const PRIOR_M_MIN: u32 = 16;
-/// Largest batch between two refits.
-const MAX_BATCH: usize = 4096;
-/// First value of the first batch of which only every other group is
-/// counted: past it the tables are fitted from enough values that half of them predict as
-/// well, and counting and refitting take half the time.
-const SAMPLE_FROM: usize = 4 * MAX_BATCH;
 /// Values coded side by side in a group, one coder state each, for a block of `n` values:
 /// more ways decode faster but each costs 4 bytes of final state (which start states that
 /// carry residuals mostly pay back), and a group's exponent context is the mean of a wider
@@ -79,11 +49,6 @@ fn ways_for(n: usize) -> usize {
         _ => 32,
     }
 }
-/// Fewest values of a block coded in 64 ways.
-const WIDE_FROM: usize = 0x4000;
-/// Mantissa-top counts per exponent are halved when they reach this total.
-const M_HALVE: u32 = 1 << 12;
-
 /// Length of batch number `k` (0-based): 16, 16, 32, ..., 2048 fill the first IBP group,
 /// then one batch per group.
 #[inline(always)]
@@ -392,7 +357,7 @@ impl BlockCodec for Planes {
         Codec::Planes
     }
 
-    fn encode_into(&self, data: &[u8], _: &Setup, out: &mut Vec<u8>) -> bool {
+    fn encode_into(&self, data: &[u8], out: &mut Vec<u8>) -> bool {
         encode_into(data, self.dtype, out);
         true
     }
@@ -401,7 +366,6 @@ impl BlockCodec for Planes {
         &self,
         payload: &[u8],
         raw_len: usize,
-        _: &Setup,
         out: &mut Vec<u8>,
         seen: &mut dyn FnMut(&[u8]),
     ) -> Result<Seen> {
@@ -445,8 +409,8 @@ pub fn decode(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
     decode_with(payload, raw_len, crate::simd::level())
 }
 
-/// Decodes a payload, appending it to `out`; `seen` gets the output piece by piece, in order, as it is written
-/// (while it is still in cache).
+/// Decodes a payload, appending it to `out`; `seen` gets the output piece by piece, in order, as it
+/// is written (while it is still in cache).
 pub(super) fn decode_as(
     payload: &[u8],
     raw_len: usize,

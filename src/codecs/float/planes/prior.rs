@@ -1,8 +1,10 @@
 //! A block's prior: what a sample of it shows (sign mode, median exponent, symbol counts),
 //! written as 4-bit levels that seed the block's counts.
 
-use super::*;
-use fields::Fields;
+use super::fields::read;
+use super::fields::Fields;
+use super::symbols::*;
+use crate::error::{Error, Result};
 
 /// What a sample of a block shows: whether coding the sign with `M` pays, the median
 /// exponent of the non-zero values, and the sample's counts of each `E` symbol and `M`.

@@ -1,12 +1,12 @@
 //! The counts and rANS tables of one block, refitted between batches identically by the encoder
 //! and the decoder; the exponent contexts; the large buffers kept for the thread's next block.
 
-use super::*;
+use super::fields::Fields;
+use super::prior::{Prior, LEVELS, PRIOR_SHIFT};
+use super::symbols::*;
 use crate::codecs::float::fill;
 use crate::entropy::rans::fit;
 use crate::simd::leveled;
-use fields::Fields;
-use prior::{Prior, LEVELS, PRIOR_SHIFT};
 use std::ops::Range;
 
 /// Exponent contexts of a block: each group of ways codes its exponents

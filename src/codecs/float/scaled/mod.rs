@@ -18,7 +18,7 @@ use super::adaptive::{
 };
 use super::rounding::Form;
 use super::DType;
-use crate::codecs::{BlockCodec, Seen, Setup};
+use crate::codecs::block_codec::{BlockCodec, Seen};
 use crate::entropy::rans;
 use crate::error::{Error, Result};
 use crate::format::Codec;
@@ -828,7 +828,7 @@ impl BlockCodec for Scaled {
         Codec::Scaled
     }
 
-    fn encode_into(&self, data: &[u8], _: &Setup, out: &mut Vec<u8>) -> bool {
+    fn encode_into(&self, data: &[u8], out: &mut Vec<u8>) -> bool {
         match encode_chosen(data, self.dtype) {
             Some(p) => {
                 *out = p;
@@ -842,7 +842,6 @@ impl BlockCodec for Scaled {
         &self,
         payload: &[u8],
         raw_len: usize,
-        _: &Setup,
         out: &mut Vec<u8>,
         _: &mut dyn FnMut(&[u8]),
     ) -> Result<Seen> {

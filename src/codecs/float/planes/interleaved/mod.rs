@@ -6,13 +6,10 @@
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 #[cfg(target_arch = "x86_64")]
-pub(super) use avx2::refill;
-#[cfg(target_arch = "x86_64")]
 mod avx512;
 
-use super::planes::{
-    Contexts, Tables, ESCAPE_SYM, E_BITS, E_STRIDE, M_BITS, RAW_BITS, ZERO, ZERO_EM,
-};
+use super::symbols::{ESCAPE_SYM, E_BITS, E_STRIDE, M_BITS, RAW_BITS, ZERO, ZERO_EM};
+use super::tables::{Contexts, Tables};
 use crate::entropy::rans::{self, Words, WAYS};
 use crate::simd::Level;
 use std::cell::RefCell;
@@ -119,34 +116,6 @@ impl Level {
             *c = ctx.next as u8;
             group_scalar(x, w, tables, group, ctx.next as usize);
             ctx.follow_group(group);
-        }
-    }
-}
-
-impl Level {
-    /// Decodes symbols of an adaptive table (precision `BITS`) into `out`, symbol `k` on
-    /// state `k mod 16`, with a vector kernel while it can; returns how many it decoded (the
-    /// caller decodes the rest, at least a group of 16, with the scalar reference). `slots`
-    /// maps each slot to its symbol, with one entry of padding; `enc` maps each symbol, the
-    /// escape last, to `start | freq << 16`.
-    pub(super) fn adaptive<const BITS: u32>(
-        self,
-        x: &mut [u32; 16],
-        w: &mut Words,
-        slots: &[u16],
-        enc: &[u32],
-        out: &mut [u16],
-    ) -> usize {
-        assert!(BITS <= 15 && slots.len() > 1 << BITS && enc.len() <= 1 << 15);
-        match self {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: AVX-512 support was checked when the level was chosen; the slot table
-            // is padded for the gathers' 4-byte reads and every symbol indexes `enc`.
-            Level::Avx512 => unsafe { avx512::adaptive::<BITS>(x, w, slots, enc, out) },
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: as above, for AVX2.
-            Level::Avx2 => unsafe { avx2::adaptive(BITS, x, w, slots, enc, out) },
-            _ => 0,
         }
     }
 }

@@ -2,7 +2,12 @@
 //! rANS frequencies between batches of values, with an escape for symbols not yet counted;
 //! and the reader of their payloads' fields.
 
-use crate::entropy::rans::{self, fit, Sym};
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+
+use crate::entropy::rans::{self, fit, Sym, Words};
 use crate::error::{Error, Result};
 use crate::simd::{level, Level};
 
@@ -384,8 +389,8 @@ impl<const N: usize> Context<N> {
     }
 }
 
-/// Appends a field of a `u32` length and the bytes `write` appends after it (`PayloadReader::prefixed`
-/// reads it); returns their count.
+/// Appends a field of a `u32` length and the bytes `write` appends after it
+/// (`PayloadReader::prefixed` reads it); returns their count.
 pub(super) fn put_prefixed(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) -> usize {
     let at = out.len();
     out.extend_from_slice(&[0; 4]);
@@ -459,6 +464,34 @@ impl<'a> PayloadReader<'a> {
             )));
         }
         Ok((n, tail))
+    }
+}
+
+impl Level {
+    /// Decodes symbols of an adaptive table (precision `BITS`) into `out`, symbol `k` on
+    /// state `k mod 16`, with a vector kernel while it can; returns how many it decoded (the
+    /// caller decodes the rest, at least a group of 16, with the scalar reference). `slots`
+    /// maps each slot to its symbol, with one entry of padding; `enc` maps each symbol, the
+    /// escape last, to `start | freq << 16`.
+    fn adaptive<const BITS: u32>(
+        self,
+        x: &mut [u32; 16],
+        w: &mut Words,
+        slots: &[u16],
+        enc: &[u32],
+        out: &mut [u16],
+    ) -> usize {
+        assert!(BITS <= 15 && slots.len() > 1 << BITS && enc.len() <= 1 << 15);
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: AVX-512 support was checked when the level was chosen; the slot table
+            // is padded for the gathers' 4-byte reads and every symbol indexes `enc`.
+            Level::Avx512 => unsafe { avx512::adaptive::<BITS>(x, w, slots, enc, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above, for AVX2.
+            Level::Avx2 => unsafe { avx2::adaptive(BITS, x, w, slots, enc, out) },
+            _ => 0,
+        }
     }
 }
 

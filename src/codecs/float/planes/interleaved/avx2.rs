@@ -1,64 +1,15 @@
 //! AVX2 kernels: a group of 16, 32 or 64 lanes in 2, 4 or 8 registers of 8 lanes, reading and
 //! writing exactly the words of the scalar reference in `super`.
 
+use super::super::symbols::{ESCAPE_SYM, E_BITS, E_STRIDE, M_BITS, RAW_BITS, ZERO, ZERO_EM};
+use super::super::tables::{Contexts, Tables};
 use super::{States, Symbols};
-use crate::codecs::float::planes::{
-    Contexts, Tables, ESCAPE_SYM, E_BITS, E_STRIDE, M_BITS, RAW_BITS, ZERO, ZERO_EM,
-};
+use crate::entropy::rans::avx2::refill;
 use crate::entropy::rans::{Words, WAYS};
 use std::arch::x86_64::*;
 
-/// For each 8-bit mask, the lane permutation that moves consecutive words into the set lanes
-/// (`expand`) or the set lanes to the front, in order (its inverse, to compress).
-const fn lane_permutations(expand: bool) -> [[u32; 8]; 256] {
-    let mut t = [[0u32; 8]; 256];
-    let mut m = 0;
-    while m < 256 {
-        let (mut lane, mut next) = (0, 0);
-        while lane < 8 {
-            if m >> lane & 1 != 0 {
-                if expand {
-                    t[m][lane] = next as u32;
-                } else {
-                    t[m][next] = lane as u32;
-                }
-                next += 1;
-            }
-            lane += 1;
-        }
-        m += 1;
-    }
-    t
-}
-
-/// Permutations for expand-loading words into the lanes of a mask.
-const EXPAND: [[u32; 8]; 256] = lane_permutations(true);
 /// Permutations for compress-storing the lanes of a mask.
-const COMPRESS: [[u32; 8]; 256] = lane_permutations(false);
-
-crate::simd::avx2! {
-/// The states `x` whose lanes are set in `need` (all bits of a lane) shifted up 16 bits and
-/// filled with the next words at `data[*pos..]`, in lane order; `*pos` moves past them.
-///
-/// # Safety
-/// `data` has 16 bytes from `*pos` on.
-#[inline]
-pub(in crate::codecs::float) unsafe fn refill(
-    x: __m256i,
-    need: __m256i,
-    data: &[u8],
-    pos: &mut usize,
-) -> __m256i {
-    let mask = _mm256_movemask_ps(_mm256_castsi256_ps(need)) as usize;
-    // SAFETY: the caller guarantees the 16 bytes the load reads.
-    let next = _mm256_cvtepu16_epi32(unsafe { _mm_loadu_si128(data.as_ptr().add(*pos).cast()) });
-    // SAFETY: a row of `EXPAND` holds the 8 entries the load reads.
-    let order = unsafe { _mm256_loadu_si256(EXPAND[mask].as_ptr().cast()) };
-    let fill = _mm256_permutevar8x32_epi32(next, order);
-    *pos += 2 * mask.count_ones() as usize;
-    _mm256_blendv_epi8(x, _mm256_or_si256(_mm256_slli_epi32::<16>(x), fill), need)
-}
-}
+const COMPRESS: [[u32; 8]; 256] = crate::entropy::rans::avx2::lane_permutations(false);
 
 crate::simd::avx2! {
 /// `groups_avx512` with AVX2: groups of `8 R` ways in `R` registers of 8 ways.
@@ -326,74 +277,5 @@ pub(super) fn encode_group<const R: usize>(
         // SAFETY: as for the loads at the start.
         unsafe { _mm256_storeu_si256(x[8 * r..].as_mut_ptr().cast(), *xs) };
     }
-}
-}
-
-crate::simd::avx2! {
-/// `avx512::adaptive` with AVX2: the 16 states in two registers of 8.
-pub(super) fn adaptive(
-    bits: u32,
-    x: &mut [u32; 16],
-    w: &mut Words,
-    slots: &[u16],
-    enc: &[u32],
-    out: &mut [u16],
-) -> usize {
-    debug_assert!(slots.len() > 1 << bits && enc.len() < 1 << 16);
-    let data = w.words;
-    let mut pos = w.pos;
-    let shift = _mm_cvtsi32_si128(bits as i32);
-    // SAFETY: `x` holds 16 states, 8 past `8 r`.
-    let mut xs: [__m256i; 2] =
-        std::array::from_fn(|r| unsafe { _mm256_loadu_si256(x[8 * r..].as_ptr().cast()) });
-    let zero = _mm256_setzero_si256();
-    let low16 = _mm256_set1_epi32(0xffff);
-    let mask = _mm256_set1_epi32((1 << bits) - 1);
-    let escape = _mm256_set1_epi32(enc.len() as i32 - 1);
-    let (slots_at, enc_at) = (slots.as_ptr() as *const i32, enc.as_ptr() as *const i32);
-    let mut done = 0;
-    while done + 16 <= out.len() && pos + 32 <= data.len() {
-        let mut slot = [zero; 2];
-        let mut s = [zero; 2];
-        for r in 0..2 {
-            slot[r] = _mm256_and_si256(xs[r], mask);
-            // SAFETY: slots are under 2^bits, and the slot table has an entry of padding for
-            // the last slot's 4-byte read.
-            let gathered = unsafe { _mm256_i32gather_epi32::<2>(slots_at, slot[r]) };
-            s[r] = _mm256_and_si256(gathered, low16);
-        }
-        let hit = _mm256_or_si256(
-            _mm256_cmpeq_epi32(s[0], escape),
-            _mm256_cmpeq_epi32(s[1], escape),
-        );
-        if _mm256_testz_si256(hit, hit) == 0 {
-            break;
-        }
-        for r in 0..2 {
-            // SAFETY: every symbol the slot table holds indexes `enc`.
-            let d = unsafe { _mm256_i32gather_epi32::<4>(enc_at, s[r]) };
-            let y = _mm256_add_epi32(
-                _mm256_mullo_epi32(_mm256_srli_epi32::<16>(d), _mm256_srl_epi32(xs[r], shift)),
-                _mm256_sub_epi32(slot[r], _mm256_and_si256(d, low16)),
-            );
-            let need = _mm256_cmpeq_epi32(_mm256_srli_epi32::<16>(y), zero);
-            // SAFETY: the loop runs only with 32 bytes left past `pos`, and the two halves'
-            // refills take at most 16 each.
-            xs[r] = unsafe { refill(y, need, data, &mut pos) };
-        }
-        // Symbols are below 2^16, so the saturating pack keeps them whole.
-        let packed = _mm256_packus_epi32(s[0], s[1]);
-        let ordered = _mm256_permute4x64_epi64::<0b11_01_10_00>(packed);
-        let at = &mut out[done..done + 16];
-        // SAFETY: `at` holds the 16 symbols the store writes.
-        unsafe { _mm256_storeu_si256(at.as_mut_ptr().cast(), ordered) };
-        done += 16;
-    }
-    for (r, xs) in xs.iter().enumerate() {
-        // SAFETY: as for the loads at the start.
-        unsafe { _mm256_storeu_si256(x[8 * r..].as_mut_ptr().cast(), *xs) };
-    }
-    w.pos = pos;
-    done
 }
 }

@@ -3,6 +3,9 @@
 //! `2^bits`), so tables of different sizes share one stream. Tables are fitted from counts by
 //! `fit`, which encoder and decoder run on identical counts, so no table is ever sent.
 
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod avx2;
+
 use crate::error::{Error, Result};
 
 /// Lower bound of a coder state (states live in [LOW, LOW << 16)).
