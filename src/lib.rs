@@ -73,7 +73,7 @@ fn compress_stream(
         ..Known::default()
     };
     if opts.dtype.is_some() {
-        let cm = opts.cm_for(&[], &known)?;
+        let cm = opts.cm_for(&[], known.tensors())?;
         return pipeline::compress(&mut Streamed(input), &mut output, opts, &cm, known);
     }
     let (mut head, layout) = containers::sniff_stream(&mut input)?;
@@ -81,7 +81,7 @@ fn compress_stream(
     // The start the text pack is chosen by, as `compress_whole` sees it.
     let more = choice::text::TEXT_HEAD.saturating_sub(head.len());
     input.by_ref().take(more as u64).read_to_end(&mut head)?;
-    let cm = opts.cm_for(&head, &known)?;
+    let cm = opts.cm_for(&head, known.tensors())?;
     let mut input = Streamed(head.as_slice().chain(input));
     pipeline::compress(&mut input, &mut output, opts, &cm, known)
 }
@@ -106,7 +106,7 @@ fn compress_whole(
     opts: &Options,
 ) -> Result<Stats> {
     let known = Known::whole(bytes, opts);
-    let cm = opts.cm_for(bytes, &known)?;
+    let cm = opts.cm_for(bytes, known.tensors())?;
     pipeline::compress(&mut source, &mut output, opts, &cm, known)
 }
 

@@ -2,16 +2,14 @@
 //! its time, else the fast codecs (the float codecs on an array the sample guesses, zstd,
 //! LZMA); the field codec for smooth fields, which the context-mixing codec then codes.
 
+use super::candidates::{lzma, zstd, zstd_strong, Best, Setup, LZMA_TENSOR_MIN, STRONG_MAX};
 use super::sample::{aligned_sample, float_guess, Guess, Prediction, CM_MIN_GAIN};
-use super::{
-    code_block, field, lzma, zstd, zstd_strong, Best, Place, Setup, LZMA_TENSOR_MIN, STRONG_MAX,
-};
+use super::{field, tensor};
 use crate::codecs::cm::Cm;
 use crate::codecs::field::Field;
 use crate::codecs::float::{self, swapped};
 use crate::codecs::lzma::Effort;
 use crate::codecs::{BlockCodec, ProgressFn};
-use crate::containers::Kind;
 use crate::format::Codec;
 
 /// LZMA is tried on a block that the context-mixing codec made under `1 / LZMA_SHARE` of its
@@ -176,14 +174,7 @@ fn by_cm(data: &[u8], e: &Estimates, setup: &Setup, best: &mut Best) {
 
 /// The block as an array of the float type guessed, every tensor codec in turn (a big-endian
 /// guess codes the values byte-reversed, in a swapped block); whether it ran.
-fn as_floats(
-    data: &[u8],
-    tensor_file: bool,
-    e: &Estimates,
-    setup: &Setup,
-    best: &mut Best,
-    spare: Vec<u8>,
-) -> bool {
+fn as_floats(data: &[u8], e: &Estimates, setup: &Setup, best: &mut Best, spare: Vec<u8>) -> bool {
     let beats_zstd = |f: &(Guess, f64)| e.centre.as_ref().is_some_and(|c| f.1 < c.zstd);
     let Some((g, _)) = e.floats.filter(beats_zstd) else {
         return false;
@@ -194,19 +185,15 @@ fn as_floats(
         s
     });
     let values = swapped_values.as_deref().unwrap_or(data);
-    let place = Place {
-        kind: Kind::Tensor(g.dtype),
-        tensor_file,
-        base: None,
-    };
-    let (codec, payload) = code_block(values, place, setup, spare);
-    match (g.big_endian, codec) {
+    let mut floats = Best::stored(values);
+    tensor::floats(values, g.dtype, setup, &mut floats, spare);
+    match (g.big_endian, floats.codec) {
         (_, Codec::Stored) => {}
-        (false, codec) => best.consider(codec, payload),
+        (false, codec) => best.consider(codec, floats.payload),
         // Only a float codec's payload is wrapped (zstd on the block as it is, below, stands
         // for the others).
         (true, codec) => {
-            if let Some(wrapped) = swapped::wrap(codec, g.dtype.width(), &payload) {
+            if let Some(wrapped) = swapped::wrap(codec, g.dtype.width(), &floats.payload) {
                 best.consider(Codec::Swapped, wrapped);
             }
         }
@@ -224,7 +211,7 @@ fn by_fast_codecs(
     best: &mut Best,
     spare: Vec<u8>,
 ) {
-    let reported = as_floats(data, tensor_file, e, setup, best, spare);
+    let reported = as_floats(data, e, setup, best, spare);
     // zstd unless its sample predicts it larger than what the float codecs made.
     let p = &e.whole;
     let zstd_size = p.zstd * data.len() as f64;

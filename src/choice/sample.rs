@@ -2,7 +2,7 @@
 //! samples, zstd's and the order-0 entropy's share of a sample, how many of a float sample's
 //! windows repeat, and as which float type a general block codes best.
 
-use super::ZSTD_LEVEL;
+use super::candidates::ZSTD_LEVEL;
 use crate::codecs::float::distinct::{Distinct, Key};
 use crate::codecs::float::{self, DType};
 use crate::codecs::zstd as zstd_codec;

@@ -1,9 +1,10 @@
+use super::candidates::ZSTD_STRONG;
 use super::general::{FLAT, GUESS_HANDICAP};
 use super::sample::{
     aligned_sample, cm_predicted, float_guess, order0, repeats, sample, Guess, Prediction, SAMPLE,
 };
 use super::tensor::COPIES_MIN;
-use super::{code_block, Place, Setup, ZSTD_STRONG};
+use super::{code_block, Place, Setup};
 use crate::codecs::cm::{CmConfig, CpuBackend};
 use crate::codecs::float::{self, DType};
 use crate::codecs::zstd as zstd_codec;

@@ -9,7 +9,7 @@
 //! where its last alias does, and each variable's byte count match its shape.
 
 use super::reader::Reader;
-use super::{around, Kind};
+use super::segment::{around, Kind};
 use crate::codecs::float::DType;
 
 /// Variables smaller than this stay in the general data around them.

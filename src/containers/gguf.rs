@@ -9,7 +9,7 @@
 //! every count and length is checked against the file before it is used.
 
 use super::reader::Reader;
-use super::{around, Kind};
+use super::segment::{around, Kind};
 use crate::codecs::float::DType;
 
 /// Default alignment of the data section.

@@ -11,40 +11,14 @@ mod onnx;
 mod pickle;
 mod reader;
 mod safetensors;
+mod segment;
 mod torch;
 
 pub(crate) use self::safetensors::is_float;
+pub use segment::{Kind, Segment};
+
 use crate::codecs::float::DType;
 use std::io::Read;
-
-/// What a stretch of the input holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// Anything: metadata, integers, text.
-    General,
-    /// A tensor file's header (safetensors JSON or .npy dictionary, with what precedes it).
-    TensorHeader,
-    /// Consecutive values of one float type.
-    Tensor(DType),
-    /// A quantized tensor's one-byte integers (int8, uint8, int4 packed two to a byte).
-    Quantized,
-}
-
-impl Kind {
-    /// Whether the stretch holds a tensor's values (float or one-byte integers).
-    pub fn is_tensor(self) -> bool {
-        matches!(self, Kind::Tensor(_) | Kind::Quantized)
-    }
-}
-
-/// A stretch of the input and what it holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Segment {
-    /// Length in bytes.
-    pub len: u64,
-    /// Its content.
-    pub kind: Kind,
-}
 
 /// Splits `data` into segments, merging neighbours of the same kind. `raw` is the dtype the
 /// user gave for a file that is neither safetensors nor .npy.
@@ -133,28 +107,6 @@ pub fn sniff_stream(input: &mut impl Read) -> std::io::Result<(Vec<u8>, Option<V
         .ok()
         .and_then(|meta| safetensors::tensor_parts(&meta, 8 + n, None));
     Ok((head, parts.map(merge)))
-}
-
-/// The parts of a file of `total` bytes whose float arrays are `floats` (start, length, type):
-/// general data around them. `None` if there are none, or they overlap or run past the end.
-fn around(total: u64, mut floats: Vec<(u64, u64, DType)>) -> Option<Vec<(u64, Kind)>> {
-    if floats.is_empty() {
-        return None;
-    }
-    floats.sort_by_key(|f| f.0);
-    let mut parts = Vec::new();
-    let mut at = 0u64;
-    for (start, len, dtype) in floats {
-        let end = start.checked_add(len)?;
-        if start < at || end > total {
-            return None;
-        }
-        parts.push((start - at, Kind::General));
-        parts.push((len, Kind::Tensor(dtype)));
-        at = end;
-    }
-    parts.push((total - at, Kind::General));
-    Some(parts)
 }
 
 #[cfg(test)]

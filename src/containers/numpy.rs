@@ -1,7 +1,7 @@
 //! numpy files: a .npy file (magic, version, a Python dictionary naming dtype and shape, then
 //! the array's bytes) and a .npz file (a zip of .npy files, read by the `zip` crate).
 
-use super::{around, Kind};
+use super::segment::{around, Kind};
 use crate::codecs::float::DType;
 
 /// Segments of a .npy file holding little-endian floats, or `None`.

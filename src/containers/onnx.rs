@@ -12,7 +12,7 @@
 //! against its enclosing message: only the offsets of the tensors' bytes are needed, where a
 //! schema-driven protobuf crate would decode and copy every tensor.
 
-use super::{around, Kind};
+use super::segment::{around, Kind};
 use crate::codecs::float::DType;
 
 /// Tensors smaller than this stay in the general data around them (a block of their own

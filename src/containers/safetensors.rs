@@ -1,7 +1,7 @@
 //! Safetensors files: an 8-byte header length, a JSON header (parsed by the `safetensors`
 //! crate) naming each tensor's dtype and byte range, then the tensors' data.
 
-use super::Kind;
+use super::segment::Kind;
 use crate::codecs::float::DType;
 
 pub(super) fn tensor_kind(d: safetensors::Dtype) -> Kind {

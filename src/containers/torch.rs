@@ -10,7 +10,7 @@
 //! integer storages and the zip's own records stay general data.
 
 use super::pickle;
-use super::{around, Kind};
+use super::segment::{around, Kind};
 use crate::codecs::float::DType;
 use std::collections::HashMap;
 

@@ -1,6 +1,5 @@
 //! The settings of a run and the sizes it reports.
 
-use super::plan::Known;
 use crate::choice::base::Base;
 use crate::choice::cm_predicted;
 use crate::choice::text::{looks_like_text, TEXT_HEAD};
@@ -144,10 +143,10 @@ impl Options {
     }
 
     /// The context-mixing codec's configuration to compress `input` (its start, or all of it),
-    /// of which `known` is known, starting from the pack chosen. The automatic choice looks at
-    /// the first `TEXT_HEAD` bytes, and at none of a file with tensors.
-    pub(crate) fn cm_for(&self, input: &[u8], known: &Known) -> Result<CmConfig> {
-        let head = match known.tensors() {
+    /// known to hold tensors or not, starting from the pack chosen. The automatic choice looks
+    /// at the first `TEXT_HEAD` bytes, and at none of a file with tensors.
+    pub(crate) fn cm_for(&self, input: &[u8], tensors: bool) -> Result<CmConfig> {
+        let head = match tensors {
             true => &[],
             false => &input[..input.len().min(TEXT_HEAD)],
         };

@@ -4,9 +4,10 @@
 //! function of the input and the options, so workers agree on it without talking.
 
 use super::buffers::Buffers;
+use super::compress::compress_blocks;
+use super::options::{Options, Stats};
 use super::plan::{Known, Plan};
 use super::source::InMemory;
-use super::{compress_blocks, Options, Stats};
 use crate::error::{Error, Result};
 use crate::format::{BlockRecord, DataHash, Header, Next, Part, TableEntry, Trailer};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -21,7 +22,7 @@ pub(crate) fn compress_part(
     count: u32,
 ) -> Result<Stats> {
     let known = Known::whole(data, opts);
-    let cm = &opts.cm_for(data, &known)?;
+    let cm = &opts.cm_for(data, known.tensors())?;
     opts.validate()?;
     if index >= count {
         return Err(Error::InvalidOption(format!(

@@ -2,7 +2,9 @@
 //! through the block table at the archive's end. Each block read is verified against its own
 //! checksums; the whole-data checksum covers every block, so it is not checked here.
 
-use super::{decode_block, noop, read_header, Counting, Options, Stats};
+use super::counting::{noop, Counting};
+use super::decompress::{decode_block, read_header};
+use super::options::{Options, Stats};
 use crate::codecs::cm::CpuBackend;
 use crate::codecs::{Decoder, ProgressFn};
 use crate::error::{Error, Result};

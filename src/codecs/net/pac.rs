@@ -3,8 +3,8 @@
 //! map across the patch axis) feeding a PAC-style MLP backbone that predicts the next byte.
 //! Runs batched over lanes on the engine's deterministic kernels; trains online with Adam.
 
+use super::config::NetConfig;
 use super::train::{add_rows, Rng, Trainer};
-use super::NetConfig;
 use crate::codecs::lanes::Lanes;
 use crate::engine::kernels::{
     matmul_acc, outer_acc, relu, relu_backward, sigmoid, softmax_rows, transpose,

@@ -14,8 +14,8 @@
 //! Online training back-propagates one step: the earlier tokens' keys and values are
 //! constants, the current token's are not.
 
+use super::config::NetConfig;
 use super::train::{add_rows, glorot, Rng, Trainer};
-use super::NetConfig;
 use crate::codecs::lanes::Lanes;
 use crate::engine::attention::{
     attend, attend_backward, attend_update, feature_map, feature_map_backward, gelu, gelu_backward,

@@ -76,7 +76,7 @@ fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: Level, out: &mut
     let prior = Prior::from_survey(&sv, tables.m_syms);
     tables.seed(&prior);
     let ways = ways_for(n);
-    let mut syms = interleaved::Symbols::new(n, ways);
+    let mut syms = symbols::Symbols::new(n, ways);
     let mut em = vec![0u16; MAX_BATCH];
     let mut group_ctx = [0u8; MAX_BATCH / 16];
     // Residuals not yet packed, `residual[..held]`: fewer than an IBP group (GROUP

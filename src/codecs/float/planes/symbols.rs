@@ -1,5 +1,9 @@
 //! The planes codec's symbols and the constants of its tables, batches and groups, shared by
-//! its encoder, decoder, tables and kernels.
+//! its encoder, decoder, tables and kernels; the coder states and the buffers of a block's
+//! symbols.
+
+use crate::entropy::rans::WAYS;
+use std::cell::RefCell;
 
 /// Precision of the exponent table.
 pub(crate) const E_BITS: u32 = 12;
@@ -38,3 +42,66 @@ pub(crate) const SAMPLE_FROM: usize = 4 * MAX_BATCH;
 pub(crate) const WIDE_FROM: usize = 0x4000;
 /// Mantissa-top counts per exponent are halved when they reach this total.
 pub(crate) const M_HALVE: u32 = 1 << 12;
+
+/// Coder states, one per way.
+pub(crate) type States = [u32; WAYS];
+
+/// A block's symbols in the order the encoder needs them.
+pub(crate) struct Symbols {
+    /// Per value: its `E` symbol `start | freq << 16` (the escape if escaped).
+    pub e: Vec<u32>,
+    /// Per value: its `M` symbol `start | freq << 16` (0: none, the value is +0.0).
+    pub m: Vec<u32>,
+    /// Escaped `E` symbols as (value index, symbol), in value order.
+    pub escapes: Vec<(u32, u16)>,
+    /// Groups as (first value, number of values), in value order.
+    pub groups: Vec<(u32, u32)>,
+    /// Values in a whole group (16, 32 or 64).
+    pub ways: usize,
+    /// Space for the stream's words.
+    pub words: Vec<u16>,
+}
+
+thread_local! {
+    /// The buffers of the last block this thread encoded: reused, so that encoding large
+    /// blocks does not fault in fresh pages each time.
+    static SPARE: RefCell<Option<Symbols>> = const { RefCell::new(None) };
+}
+
+impl Symbols {
+    /// Room for the symbols of `n` values in groups of `ways` (every entry to be overwritten:
+    /// a reused buffer keeps its old contents).
+    pub(crate) fn new(n: usize, ways: usize) -> Self {
+        let mut s = SPARE
+            .with(|spare| spare.borrow_mut().take())
+            .unwrap_or(Symbols {
+                e: Vec::new(),
+                m: Vec::new(),
+                escapes: Vec::new(),
+                groups: Vec::new(),
+                ways,
+                words: Vec::new(),
+            });
+        set_len(&mut s.e, n);
+        set_len(&mut s.m, n);
+        s.escapes.clear();
+        s.groups.clear();
+        s.ways = ways;
+        s
+    }
+
+    /// Keeps the buffers for this thread's next block.
+    pub(crate) fn recycle(self) {
+        SPARE.with(|spare| *spare.borrow_mut() = Some(self));
+    }
+}
+
+/// Gives `v` length `n`, zeroing only entries it never held (a reused buffer is not cleared:
+/// its user writes every entry before reading it).
+pub(crate) fn set_len<T: Copy + Default>(v: &mut Vec<T>, n: usize) {
+    if v.len() >= n {
+        v.truncate(n);
+    } else {
+        v.resize(n, T::default());
+    }
+}

@@ -1,9 +1,9 @@
 //! AVX2 kernels: a group of 16, 32 or 64 lanes in 2, 4 or 8 registers of 8 lanes, reading and
 //! writing exactly the words of the scalar reference in `super`.
 
+use super::super::symbols::{States, Symbols};
 use super::super::symbols::{ESCAPE_SYM, E_BITS, E_STRIDE, M_BITS, RAW_BITS, ZERO, ZERO_EM};
 use super::super::tables::{Contexts, Tables};
-use super::{States, Symbols};
 use crate::entropy::rans::avx2::refill;
 use crate::entropy::rans::{Words, WAYS};
 use std::arch::x86_64::*;

@@ -1,9 +1,9 @@
 //! AVX-512F kernels: a group of 16, 32 or 64 ways in 1, 2 or 4 registers, reading and
 //! writing exactly the words of the scalar reference in `super`.
 
+use super::super::symbols::{States, Symbols};
 use super::super::symbols::{ESCAPE_SYM, E_BITS, E_STRIDE, M_BITS, RAW_BITS, ZERO, ZERO_EM};
 use super::super::tables::{Contexts, Tables};
-use super::{States, Symbols};
 use crate::entropy::rans::{Words, WAYS};
 use std::arch::x86_64::*;
 

@@ -8,14 +8,12 @@ mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 
-use super::symbols::{ESCAPE_SYM, E_BITS, E_STRIDE, M_BITS, RAW_BITS, ZERO, ZERO_EM};
+use super::symbols::{
+    set_len, States, Symbols, ESCAPE_SYM, E_BITS, E_STRIDE, M_BITS, RAW_BITS, ZERO, ZERO_EM,
+};
 use super::tables::{Contexts, Tables};
 use crate::entropy::rans::{self, Words, WAYS};
 use crate::simd::Level;
-use std::cell::RefCell;
-
-/// Coder states, one per way.
-pub(super) type States = [u32; WAYS];
 
 /// Decodes an `E` symbol from `x` with the table of context `c`: returns the exponent
 /// (`ZERO` for +0.0) and whether it is the escape.
@@ -117,66 +115,6 @@ impl Level {
             group_scalar(x, w, tables, group, ctx.next as usize);
             ctx.follow_group(group);
         }
-    }
-}
-
-/// A block's symbols in the order the encoder needs them.
-pub(super) struct Symbols {
-    /// Per value: its `E` symbol `start | freq << 16` (the escape if escaped).
-    pub e: Vec<u32>,
-    /// Per value: its `M` symbol `start | freq << 16` (0: none, the value is +0.0).
-    pub m: Vec<u32>,
-    /// Escaped `E` symbols as (value index, symbol), in value order.
-    pub escapes: Vec<(u32, u16)>,
-    /// Groups as (first value, number of values), in value order.
-    pub groups: Vec<(u32, u32)>,
-    /// Values in a whole group (16, 32 or 64).
-    pub ways: usize,
-    /// Space for the stream's words.
-    words: Vec<u16>,
-}
-
-thread_local! {
-    /// The buffers of the last block this thread encoded: reused, so that encoding large
-    /// blocks does not fault in fresh pages each time.
-    static SPARE: RefCell<Option<Symbols>> = const { RefCell::new(None) };
-}
-
-impl Symbols {
-    /// Room for the symbols of `n` values in groups of `ways` (every entry to be overwritten:
-    /// a reused buffer keeps its old contents).
-    pub(super) fn new(n: usize, ways: usize) -> Self {
-        let mut s = SPARE
-            .with(|spare| spare.borrow_mut().take())
-            .unwrap_or(Symbols {
-                e: Vec::new(),
-                m: Vec::new(),
-                escapes: Vec::new(),
-                groups: Vec::new(),
-                ways,
-                words: Vec::new(),
-            });
-        set_len(&mut s.e, n);
-        set_len(&mut s.m, n);
-        s.escapes.clear();
-        s.groups.clear();
-        s.ways = ways;
-        s
-    }
-
-    /// Keeps the buffers for this thread's next block.
-    pub(super) fn recycle(self) {
-        SPARE.with(|spare| *spare.borrow_mut() = Some(self));
-    }
-}
-
-/// Gives `v` length `n`, zeroing only entries it never held (a reused buffer is not cleared:
-/// its user writes every entry before reading it).
-fn set_len<T: Copy + Default>(v: &mut Vec<T>, n: usize) {
-    if v.len() >= n {
-        v.truncate(n);
-    } else {
-        v.resize(n, T::default());
     }
 }
 
