@@ -7,7 +7,7 @@ use sep::internals::codecs::lanes::Lanes;
 use sep::internals::codecs::net::{Backbone, NetConfig, Network, Trace};
 use sep::internals::engine::kernels::{matmul_acc, outer_acc};
 use sep::internals::entropy::BitEncoder;
-use sep::internals::simd::{set_level, Level};
+use sep::internals::simd::{set_kernels, Kernels};
 use std::hint::black_box;
 
 /// Real text for the model benchmarks: the start of the shared corpus's book1 if unpacked,
@@ -33,7 +33,7 @@ fn matmul(c: &mut Criterion) {
         ("w1 fwd 16x96x32", 16, 96, 32),
         ("fusion 48x64x32", 48, 64, 32),
     ];
-    let levels = [Level::Scalar, Level::Avx2, Level::Avx512];
+    let levels = [Kernels::Scalar, Kernels::Avx2, Kernels::Avx512];
     for (name, rows, k, n) in shapes {
         let x: Vec<f32> = (0..rows * k)
             .map(|i| ((i * 7) % 13) as f32 * 0.1 - 0.6)
@@ -45,7 +45,7 @@ fn matmul(c: &mut Criterion) {
         let mut dw = vec![0.0f32; k * n];
         g.throughput(Throughput::Elements((2 * rows * k * n) as u64));
         for level in levels {
-            if set_level(level) != level {
+            if set_kernels(level) != level {
                 continue;
             }
             g.bench_function(
@@ -58,7 +58,7 @@ fn matmul(c: &mut Criterion) {
             );
         }
     }
-    set_level(Level::detect());
+    set_kernels(Kernels::detect());
     g.finish();
 }
 

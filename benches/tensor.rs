@@ -13,11 +13,11 @@
 
 use sep::internals::codecs::float::{decode, encode};
 use sep::internals::containers::{layout, Kind};
-use sep::{DType, SimdLevel};
+use sep::{DType, Kernels};
 use std::time::Instant;
 
 fn main() {
-    sep::set_simd_level(SimdLevel::from_env().expect("SEP_KERNELS"));
+    sep::set_kernels(Kernels::from_env().expect("SEP_KERNELS"));
     let raw: Option<DType> = std::env::var("SEP_DTYPE")
         .ok()
         .map(|d| d.parse().expect("SEP_DTYPE"));

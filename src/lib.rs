@@ -40,7 +40,7 @@ pub use codecs::float::DType;
 pub use codecs::net::Backbone;
 pub use error::{Error, Result};
 pub use format::{Codec, Part};
-pub use simd::Level as SimdLevel;
+pub use simd::Kernels;
 
 use codecs::cm::CmConfig;
 use format::{Header, Trailer};
@@ -50,8 +50,8 @@ use std::io::{Read, Seek, Write};
 
 /// Sets the SIMD level of every kernel of the process, capped at what the CPU supports (the
 /// detected level until set); returns the level in force. Every level gives the same bits.
-pub fn set_simd_level(level: SimdLevel) -> SimdLevel {
-    simd::set_level(level)
+pub fn set_kernels(level: Kernels) -> Kernels {
+    simd::set_kernels(level)
 }
 
 /// Compresses everything `input` yields into a complete archive on `output`. Without a dtype in

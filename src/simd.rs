@@ -41,7 +41,7 @@ macro_rules! avx512_vbmi {
 /// whose `$body` is compiled once per level, with that level's features enabled, and run at
 /// the process's level: portable code the compiler vectorises as wide as the level allows,
 /// computing the same bits at every level.
-macro_rules! leveled {
+macro_rules! kernel_variants {
     ($(#[$meta:meta])* $vis:vis fn $name:ident [$($decl:tt)*] [$($pass:tt)*]
         ($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
         $(#[$meta])*
@@ -59,19 +59,19 @@ macro_rules! leveled {
                 }
             }
             #[cfg(target_arch = "x86_64")]
-            match $crate::simd::level() {
+            match $crate::simd::kernels() {
                 // SAFETY: the process's level is never above what the CPU supports.
-                $crate::simd::Level::Avx512 => return unsafe { avx512::<$($pass)*>($($arg),*) },
+                $crate::simd::Kernels::Avx512 => return unsafe { avx512::<$($pass)*>($($arg),*) },
                 // SAFETY: as above.
-                $crate::simd::Level::Avx2 => return unsafe { avx2::<$($pass)*>($($arg),*) },
-                $crate::simd::Level::Scalar => {}
+                $crate::simd::Kernels::Avx2 => return unsafe { avx2::<$($pass)*>($($arg),*) },
+                $crate::simd::Kernels::Scalar => {}
             }
             body::<$($pass)*>($($arg),*)
         }
     };
 }
 
-pub(crate) use {avx2, avx512, avx512_vbmi, leveled};
+pub(crate) use {avx2, avx512, avx512_vbmi, kernel_variants};
 
 /// Whether the CPU has AVX-512 VBMI (for `avx512_vbmi!` items, at the AVX-512 level).
 pub fn has_vbmi() -> bool {
@@ -87,19 +87,19 @@ static LEVEL: AtomicU8 = AtomicU8::new(UNSET);
 const UNSET: u8 = u8::MAX;
 
 /// The SIMD level the kernels of this process run at (the detected one unless set).
-pub fn level() -> Level {
+pub fn kernels() -> Kernels {
     match LEVEL.load(Ordering::Relaxed) {
-        0 => Level::Scalar,
-        1 => Level::Avx2,
-        2 => Level::Avx512,
-        _ => set_level(Level::detect()),
+        0 => Kernels::Scalar,
+        1 => Kernels::Avx2,
+        2 => Kernels::Avx512,
+        _ => set_kernels(Kernels::detect()),
     }
 }
 
 /// Sets the process-wide SIMD level, capped at what the CPU supports; returns the level in force.
 /// Every level computes identical bits, so changing it between runs changes speed only.
-pub fn set_level(wanted: Level) -> Level {
-    let l = wanted.min(Level::detect());
+pub fn set_kernels(wanted: Kernels) -> Kernels {
+    let l = wanted.min(Kernels::detect());
     LEVEL.store(l as u8, Ordering::Relaxed);
     l
 }
@@ -107,7 +107,7 @@ pub fn set_level(wanted: Level) -> Level {
 /// SIMD level the kernels run at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[non_exhaustive]
-pub enum Level {
+pub enum Kernels {
     /// Portable scalar code, the reference every other level must match bit for bit.
     Scalar,
     /// x86-64 AVX2 with POPCNT, BMI1/2 and LZCNT (+FMA available but never contracted).
@@ -116,7 +116,7 @@ pub enum Level {
     Avx512,
 }
 
-impl Level {
+impl Kernels {
     /// The best level this CPU supports.
     pub fn detect() -> Self {
         #[cfg(target_arch = "x86_64")]
@@ -133,13 +133,13 @@ impl Level {
                 && std::arch::is_x86_feature_detected!("avx512dq")
                 && std::arch::is_x86_feature_detected!("avx512vl")
             {
-                return Level::Avx512;
+                return Kernels::Avx512;
             }
             if bits && std::arch::is_x86_feature_detected!("avx2") {
-                return Level::Avx2;
+                return Kernels::Avx2;
             }
         }
-        Level::Scalar
+        Kernels::Scalar
     }
 
     /// Level from `SEP_KERNELS` (`scalar`, `avx2`, `avx512`, `auto`), capped at what the CPU has.
@@ -157,9 +157,9 @@ impl Level {
     pub fn parse(name: &str) -> Result<Self> {
         let wanted = match name.trim().to_ascii_lowercase().as_str() {
             "" | "auto" => return Ok(Self::detect()),
-            "scalar" => Level::Scalar,
-            "avx2" => Level::Avx2,
-            "avx512" => Level::Avx512,
+            "scalar" => Kernels::Scalar,
+            "avx2" => Kernels::Avx2,
+            "avx512" => Kernels::Avx512,
             other => {
                 return Err(Error::InvalidOption(format!(
                     "SEP_KERNELS={other}: expected scalar, avx2, avx512 or auto"
@@ -172,7 +172,7 @@ impl Level {
     /// Every level this CPU can run, lowest first.
     pub fn supported() -> Vec<Self> {
         let best = Self::detect();
-        [Level::Scalar, Level::Avx2, Level::Avx512]
+        [Kernels::Scalar, Kernels::Avx2, Kernels::Avx512]
             .into_iter()
             .filter(|&l| l <= best)
             .collect()
@@ -181,9 +181,9 @@ impl Level {
     /// Lower-case name of the level.
     pub fn name(self) -> &'static str {
         match self {
-            Level::Scalar => "scalar",
-            Level::Avx2 => "avx2",
-            Level::Avx512 => "avx512",
+            Kernels::Scalar => "scalar",
+            Kernels::Avx2 => "avx2",
+            Kernels::Avx512 => "avx512",
         }
     }
 }
@@ -209,9 +209,9 @@ mod tests {
 
     #[test]
     fn parse_levels() {
-        assert_eq!(Level::parse("scalar").unwrap(), Level::Scalar);
-        assert_eq!(Level::parse("AUTO").unwrap(), Level::detect());
-        assert!(Level::parse("avx2").unwrap() <= Level::detect());
-        assert!(Level::parse("neon9").is_err());
+        assert_eq!(Kernels::parse("scalar").unwrap(), Kernels::Scalar);
+        assert_eq!(Kernels::parse("AUTO").unwrap(), Kernels::detect());
+        assert!(Kernels::parse("avx2").unwrap() <= Kernels::detect());
+        assert!(Kernels::parse("neon9").is_err());
     }
 }

@@ -6,7 +6,7 @@ use super::candidates::{
     lzma, zstd, zstd_strong, Best, Setup, LZMA_TENSOR_MIN, STRONG_MAX, ZSTD_LEVEL,
 };
 use super::sample::{repeats, sample, zstd_fraction};
-use crate::codecs::float::bytes::Bytes;
+use crate::codecs::float::bytes::ByteTable;
 use crate::codecs::float::copies::Copies;
 use crate::codecs::float::recent::{self, Recent};
 use crate::codecs::float::scaled::Scaled;
@@ -165,10 +165,10 @@ pub(super) fn floats(
     // One-byte values from one table decode three times as fast as the planes codec's, which
     // keeps them only where it is `BYTES_MARGIN` smaller.
     if !layered {
-        if let Some(b) = Bytes.encode(data) {
+        if let Some(b) = ByteTable.encode(data) {
             let near = (b.len() as f64) < (1.0 + BYTES_MARGIN) * best.len() as f64;
             if near && b.len() < data.len() {
-                best.codec = Codec::Bytes;
+                best.codec = Codec::ByteTable;
                 best.payload = b;
             }
         }
@@ -230,7 +230,7 @@ fn floats_zstd(data: &[u8], s: &[u8], share: f64, best: &mut Best) {
 /// A block of a quantized tensor's one-byte integers.
 pub(super) fn quantized(data: &[u8], setup: &Setup, best: &mut Best) {
     // Quantized weights hold little beyond their values' frequencies.
-    best.try_codec(&Bytes);
+    best.try_codec(&ByteTable);
     // Values whose neighbours predict them (a per-tensor scale over rows of different
     // magnitudes, a table) are LZMA's, whose literals see the previous byte; above its range,
     // zstd's where the sample's windows repeat and its level-9 size promises less.

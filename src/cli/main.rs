@@ -6,7 +6,7 @@ use args::{Cli, Cmd, Flags, Personality};
 use clap::{CommandFactory, Parser};
 use files::{check_distinct, with_path, Input, Output};
 use indicatif::ProgressBar;
-use sep::{Error, Options, SimdLevel, Stats};
+use sep::{Error, Kernels, Options, Stats};
 use std::fs::File;
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -50,7 +50,7 @@ enum Done {
 }
 
 fn options(flags: &Flags, bar: &Option<ProgressBar>) -> Result<Options, Failure> {
-    sep::set_simd_level(SimdLevel::from_env()?);
+    sep::set_kernels(Kernels::from_env()?);
     let mut opts = Options::default();
     if let Some(t) = flags.threads.filter(|&t| t > 0) {
         opts.threads = t;

@@ -82,7 +82,7 @@ impl Decoder<'_> {
                 at: 0,
                 width: 4,
             }),
-            Codec::Bytes => Box::new(float::bytes::Bytes),
+            Codec::ByteTable => Box::new(float::bytes::ByteTable),
         })
     }
 

@@ -44,7 +44,7 @@ fn width(t: u8) -> Option<u64> {
 
 /// Segments of a well-formed CTranslate2 model file with float variables of at least
 /// `MIN_TENSOR` bytes, or `None`.
-pub fn parts(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
+pub fn stretches(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
     let mut r = Reader::new(data);
     if !(4..=6).contains(&r.u32()?) {
         return None;
@@ -137,7 +137,7 @@ mod tests {
             ],
             &[("decoder/embeddings/weight", "encoder/embeddings/weight")],
         );
-        let p = parts(&file).unwrap();
+        let p = stretches(&file).unwrap();
         assert_eq!(p.iter().map(|x| x.0).sum::<u64>(), file.len() as u64);
         let floats: Vec<_> = p.iter().filter(|x| x.1 != Kind::General).collect();
         assert_eq!(
@@ -149,15 +149,15 @@ mod tests {
         );
         // Cut or extended files, a shape that does not match its bytes, other versions.
         for cut in [3, 30, file.len() / 2, file.len() - 1] {
-            assert!(parts(&file[..cut]).is_none(), "cut at {cut}");
+            assert!(stretches(&file[..cut]).is_none(), "cut at {cut}");
         }
         let mut longer = file.clone();
         longer.push(0);
-        assert!(parts(&longer).is_none());
+        assert!(stretches(&longer).is_none());
         let mut bad = file.clone();
         bad[0] = 7;
-        assert!(parts(&bad).is_none());
+        assert!(stretches(&bad).is_none());
         let bad = model(&[("w", &[1000, 4], 0, f32s.clone())], &[]);
-        assert!(parts(&bad).is_none());
+        assert!(stretches(&bad).is_none());
     }
 }

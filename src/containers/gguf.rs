@@ -65,7 +65,7 @@ fn float_type(t: u32) -> Option<DType> {
 }
 
 /// Segments of a well-formed GGUF file, or `None`.
-pub fn parts(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
+pub fn stretches(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
     let mut r = Reader::new(data);
     if r.take(4)? != b"GGUF" || !(2..=3).contains(&r.u32()?) {
         return None;
@@ -186,7 +186,7 @@ mod tests {
                 ("b", &[777], 1, f16s.clone()),
             ],
         );
-        let p = parts(&file).unwrap();
+        let p = stretches(&file).unwrap();
         let total: u64 = p.iter().map(|x| x.0).sum();
         assert_eq!(total, file.len() as u64);
         let floats: Vec<_> = p.iter().filter(|x| x.1 != Kind::General).collect();
@@ -199,13 +199,13 @@ mod tests {
         );
         // Cut files, counts past the file, and other magic are not GGUF.
         for cut in [3, 20, 60, file.len() - 1] {
-            assert!(parts(&file[..cut]).is_none(), "cut at {cut}");
+            assert!(stretches(&file[..cut]).is_none(), "cut at {cut}");
         }
         let mut bad = file.clone();
         bad[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
-        assert!(parts(&bad).is_none());
+        assert!(stretches(&bad).is_none());
         let mut bad = file.clone();
         bad[0] = b'X';
-        assert!(parts(&bad).is_none());
+        assert!(stretches(&bad).is_none());
     }
 }

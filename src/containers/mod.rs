@@ -23,13 +23,13 @@ use std::io::Read;
 /// Splits `data` into segments, merging neighbours of the same kind. `raw` is the dtype the
 /// user gave for a file that is neither safetensors nor .npy.
 pub fn layout(data: &[u8], raw: Option<DType>) -> Vec<Segment> {
-    let parts = safetensors::parts(data)
+    let parts = safetensors::stretches(data)
         .or_else(|| numpy::npy(data))
         .or_else(|| numpy::npz(data))
-        .or_else(|| gguf::parts(data))
-        .or_else(|| onnx::parts(data))
-        .or_else(|| ct2::parts(data))
-        .or_else(|| torch::parts(data))
+        .or_else(|| gguf::stretches(data))
+        .or_else(|| onnx::stretches(data))
+        .or_else(|| ct2::stretches(data))
+        .or_else(|| torch::stretches(data))
         .unwrap_or_else(|| match raw {
             Some(d) => vec![(data.len() as u64, Kind::Tensor(d))],
             None => vec![(data.len() as u64, Kind::General)],

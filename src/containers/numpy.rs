@@ -70,13 +70,13 @@ pub(super) fn npy_header(data: &[u8]) -> Option<(usize, DType, u64)> {
     let (start, len) = npy_preamble(data)?;
     let end = start.checked_add(len)?;
     let header = std::str::from_utf8(data.get(start..end)?).ok()?;
-    let dtype = match field(header, "descr")?.trim_matches(|c| c == '\'' || c == '"') {
+    let dtype = match entry(header, "descr")?.trim_matches(|c| c == '\'' || c == '"') {
         "<f2" => DType::F16,
         "<f4" => DType::F32,
         "<f8" => DType::F64,
         _ => return None,
     };
-    let shape = field(header, "shape")?;
+    let shape = entry(header, "shape")?;
     let mut count = 1u64;
     for dim in shape
         .trim_matches(|c| c == '(' || c == ')')
@@ -90,7 +90,7 @@ pub(super) fn npy_header(data: &[u8]) -> Option<(usize, DType, u64)> {
 }
 
 /// Text of `key`'s value in a .npy header dictionary (up to the next top-level comma).
-fn field<'a>(header: &'a str, key: &str) -> Option<&'a str> {
+fn entry<'a>(header: &'a str, key: &str) -> Option<&'a str> {
     let at = header.find(&format!("'{key}'"))? + key.len() + 2;
     let rest = header[at..].trim_start().strip_prefix(':')?.trim_start();
     let mut depth = 0i32;

@@ -29,7 +29,7 @@ const FIXED32: u8 = 5;
 
 /// One field of a message: its number, wire type, and for length-delimited fields the
 /// payload's absolute range; for varints the value.
-struct Field {
+struct ProtoField {
     number: u64,
     wire: u8,
     value: u64,
@@ -38,15 +38,15 @@ struct Field {
 }
 
 /// The fields of the message in `data[start..end]`; `None` at the first malformed one.
-struct Fields<'a> {
+struct ProtoFields<'a> {
     data: &'a [u8],
     at: usize,
     end: usize,
 }
 
-impl<'a> Fields<'a> {
+impl<'a> ProtoFields<'a> {
     fn new(data: &'a [u8], start: usize, end: usize) -> Self {
-        Fields {
+        ProtoFields {
             data,
             at: start,
             end,
@@ -70,7 +70,7 @@ impl<'a> Fields<'a> {
     }
 
     /// The next field; `Some(None)` at the message's end, `None` if it is malformed.
-    fn next_field(&mut self) -> Option<Option<Field>> {
+    fn next_field(&mut self) -> Option<Option<ProtoField>> {
         if self.at == self.end {
             return Some(None);
         }
@@ -79,7 +79,7 @@ impl<'a> Fields<'a> {
         if number == 0 {
             return None;
         }
-        let mut f = Field {
+        let mut f = ProtoField {
             number,
             wire,
             value: 0,
@@ -126,7 +126,7 @@ fn float_type(t: u64) -> Option<DType> {
 
 /// Adds the float bytes of the `TensorProto` in `data[start..end]` to `found`.
 fn tensor(data: &[u8], start: usize, end: usize, found: &mut Vec<(u64, u64, DType)>) -> Option<()> {
-    let mut fields = Fields::new(data, start, end);
+    let mut fields = ProtoFields::new(data, start, end);
     let mut dtype = None;
     let mut values = None;
     while let Some(f) = fields.next_field()? {
@@ -164,7 +164,7 @@ fn graph(
     if depth > MAX_DEPTH {
         return None;
     }
-    let mut fields = Fields::new(data, start, end);
+    let mut fields = ProtoFields::new(data, start, end);
     while let Some(f) = fields.next_field()? {
         match (f.number, f.wire) {
             (5, LEN) => tensor(data, f.start, f.end, found)?,
@@ -183,12 +183,12 @@ fn node(
     depth: u32,
     found: &mut Vec<(u64, u64, DType)>,
 ) -> Option<()> {
-    let mut fields = Fields::new(data, start, end);
+    let mut fields = ProtoFields::new(data, start, end);
     while let Some(f) = fields.next_field()? {
         if (f.number, f.wire) != (5, LEN) {
             continue;
         }
-        let mut attr = Fields::new(data, f.start, f.end);
+        let mut attr = ProtoFields::new(data, f.start, f.end);
         while let Some(a) = attr.next_field()? {
             match (a.number, a.wire) {
                 (5 | 10, LEN) => tensor(data, a.start, a.end, found)?,
@@ -202,12 +202,12 @@ fn node(
 
 /// Segments of a well-formed ONNX file holding float tensors of at least `MIN_TENSOR` bytes,
 /// or `None`.
-pub fn parts(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
+pub fn stretches(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
     // Serialisers write the fields in number order: ir_version (field 1, a varint) first.
     if data.first() != Some(&0x08) {
         return None;
     }
-    let mut fields = Fields::new(data, 0, data.len());
+    let mut fields = ProtoFields::new(data, 0, data.len());
     let mut found = Vec::new();
     let mut has_graph = false;
     while let Some(f) = fields.next_field()? {
@@ -318,7 +318,7 @@ mod tests {
                 tensor_proto("p", &[3000], 1, 4, &f32s),
             ],
         );
-        let p = parts(&file).unwrap();
+        let p = stretches(&file).unwrap();
         assert_eq!(p.iter().map(|x| x.0).sum::<u64>(), file.len() as u64);
         let floats: Vec<_> = p.iter().filter(|x| x.1 != Kind::General).collect();
         assert_eq!(
@@ -341,12 +341,12 @@ mod tests {
         assert_eq!(seen, [f16s.clone(), f32s.clone(), f32s.clone()]);
         // Cut files, a length past its message, and other first bytes are not ONNX.
         for cut in [1, 20, 100, file.len() / 2, file.len() - 1] {
-            assert!(parts(&file[..cut]).is_none(), "cut at {cut}");
+            assert!(stretches(&file[..cut]).is_none(), "cut at {cut}");
         }
         let mut bad = file.clone();
         bad[0] = b'{';
-        assert!(parts(&bad).is_none());
+        assert!(stretches(&bad).is_none());
         // A model without float tensors is left to the general path.
-        assert!(parts(&model(&[tensor_proto("ids", &[2000], 7, 9, &ints)], &[])).is_none());
+        assert!(stretches(&model(&[tensor_proto("ids", &[2000], 7, 9, &ints)], &[])).is_none());
     }
 }

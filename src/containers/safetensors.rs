@@ -23,7 +23,7 @@ pub(crate) fn is_float(d: safetensors::Dtype) -> bool {
 }
 
 /// Segments of a well-formed safetensors file, or `None`.
-pub(super) fn parts(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
+pub(super) fn stretches(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
     // Cheap checks first: header length in range and a JSON object right after it.
     let n = u64::from_le_bytes(data.get(..8)?.try_into().ok()?);
     if n < 2 || n > data.len() as u64 - 8 || data[8] != b'{' {

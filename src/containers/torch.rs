@@ -40,7 +40,7 @@ fn storage_type(class: &str) -> Option<(u64, Option<DType>)> {
 }
 
 /// Segments of a PyTorch checkpoint with float storages, or `None`.
-pub fn parts(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
+pub fn stretches(data: &[u8]) -> Option<Vec<(u64, Kind)>> {
     if data.starts_with(b"PK\x03\x04") {
         zipped(data)
     } else if data.starts_with(LEGACY_MAGIC) {
@@ -179,7 +179,7 @@ mod tests {
             ],
             4,
         );
-        let p = parts(&file).unwrap();
+        let p = stretches(&file).unwrap();
         assert_eq!(p.iter().map(|x| x.0).sum::<u64>(), file.len() as u64);
         let floats: Vec<_> = p.iter().filter(|x| x.1 != Kind::General).collect();
         // Keys in sorted order: "12" (5000 values) first.
@@ -191,11 +191,11 @@ mod tests {
             ]
         );
         for cut in [10, 40, file.len() / 2, file.len() - 1] {
-            assert!(parts(&file[..cut]).is_none(), "cut at {cut}");
+            assert!(stretches(&file[..cut]).is_none(), "cut at {cut}");
         }
         let mut longer = file.clone();
         longer.push(0);
-        assert!(parts(&longer).is_none());
+        assert!(stretches(&longer).is_none());
     }
 
     #[test]
@@ -218,7 +218,7 @@ mod tests {
             z.write_all(b"3\n").unwrap();
             z.finish().unwrap();
         }
-        let p = parts(&out).unwrap();
+        let p = stretches(&out).unwrap();
         assert_eq!(p.iter().map(|x| x.0).sum::<u64>(), out.len() as u64);
         let floats: Vec<_> = p.iter().filter(|x| x.1 != Kind::General).collect();
         assert_eq!(floats, [&(a.len() as u64, Kind::Tensor(DType::F32))]);

@@ -11,7 +11,7 @@
 //! no FMA contraction, reductions in the engine's fixed order.
 
 use super::kernels::{dot_fixed, exp_fixed, sigmoid, sum_fixed};
-use crate::simd::leveled;
+use crate::simd::kernel_variants;
 
 /// Added to the attention denominator so an empty history reads as zero.
 pub const ATTEND_EPS: f32 = 1e-4;
@@ -20,7 +20,7 @@ const NORM_EPS: f32 = 1e-5;
 /// Slope of the sigmoid in the GELU approximation `x * sigmoid(1.702 x)`.
 const GELU_K: f32 = 1.702;
 
-leveled! {
+kernel_variants! {
     /// Normalises each row of `x` (rows x n) to zero mean and unit variance, then scales by
     /// `gain` and shifts by `bias`; `rstd` receives each row's reciprocal standard deviation and
     /// `xhat` the normalised rows (both for the backward pass).
@@ -62,7 +62,7 @@ pub struct NormGrads<'a> {
     pub bias: &'a mut [f32],
 }
 
-leveled! {
+kernel_variants! {
     /// Backward pass of `layer_norm`: from the output gradient `dout`, adds the gain and bias
     /// gradients to `grads` (rows ascending) and writes the input gradient to `dx`.
     /// `scratch` holds n values.
@@ -98,7 +98,7 @@ leveled! {
     }
 }
 
-leveled! {
+kernel_variants! {
     /// GELU in its sigmoid form, `x * sigmoid(1.702 x)`, of `pre` into `out`.
     pub fn gelu [] [] (pre: &[f32], out: &mut [f32]) {
         for (o, &x) in out.iter_mut().zip(pre) {
@@ -107,7 +107,7 @@ leveled! {
     }
 }
 
-leveled! {
+kernel_variants! {
     /// Multiplies the gradient `grad` of `gelu`'s output by its derivative at `pre`.
     pub fn gelu_backward [] [] (pre: &[f32], grad: &mut [f32]) {
         for (g, &x) in grad.iter_mut().zip(pre) {
@@ -117,7 +117,7 @@ leveled! {
     }
 }
 
-leveled! {
+kernel_variants! {
     /// The linear-attention feature map `phi(x) = elu(x) + 1` (positive everywhere), in place.
     pub fn feature_map [] [] (x: &mut [f32]) {
         for v in x.iter_mut() {
@@ -126,7 +126,7 @@ leveled! {
     }
 }
 
-leveled! {
+kernel_variants! {
     /// Multiplies the gradient of `feature_map`'s output by its derivative, given the output
     /// `phi` (the derivative is 1 above zero and `phi` itself below).
     pub fn feature_map_backward [] [] (phi: &[f32], grad: &mut [f32]) {
@@ -161,7 +161,7 @@ pub struct Readout<'a> {
     pub own: Option<Own<'a>>,
 }
 
-leveled! {
+kernel_variants! {
     /// Causal linear-attention readout of one query: `out = a / den`, with
     /// `a = S^T phi_q + (phi_q . phi_k) v` and `den = phi_q . z + phi_q . phi_k + ATTEND_EPS`
     /// (the `own` terms only where the current token is given). Returns `den`.
@@ -201,7 +201,7 @@ pub struct AttendGrads<'a> {
     pub own: Option<(&'a mut [f32], &'a mut [f32])>,
 }
 
-leveled! {
+kernel_variants! {
     /// Backward pass of `attend` with the prefix sums held constant: from the output `out`, its
     /// `den` and the output gradient `dout`, writes the gradients of phi_q and of the own
     /// token's phi_k and value. `scratch` holds d values.
@@ -237,7 +237,7 @@ leveled! {
     }
 }
 
-leveled! {
+kernel_variants! {
     /// Adds `sign` times a token to the prefix sums: `S += sign phi_k v^T`, `z += sign phi_k`
     /// (`sign` is 1 or -1, so removing a token undoes adding it up to rounding).
     pub fn attend_update [] [] (s: &mut [f32], z: &mut [f32], phi_k: &[f32], v: &[f32], sign: f32) {

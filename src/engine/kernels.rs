@@ -5,7 +5,7 @@
 //! so vectorised builds compute exactly the bits of the portable one. Reductions run in one fixed
 //! order everywhere: 16 interleaved partial sums, then a fixed pairwise tree.
 
-use crate::simd::leveled;
+use crate::simd::kernel_variants;
 
 /// Width of the interleaved partial sums of every reduction.
 const LANES: usize = 16;
@@ -218,7 +218,7 @@ fn grad_tile<const T: usize>(
     dwr[j0..j0 + T].copy_from_slice(&acc);
 }
 
-leveled! {
+kernel_variants! {
     /// `out[b][j] += sum_k x[b][k] * w[k][j]`, k ascending (x: rows x k, w: k x n, out: rows x n).
     /// Zero inputs are skipped identically on every level (sparse one-hot and ReLU inputs).
     pub fn matmul_acc [] [] (x: &[f32], w: &[f32], out: &mut [f32], k: usize, n: usize) {
@@ -226,7 +226,7 @@ leveled! {
     }
 }
 
-leveled! {
+kernel_variants! {
     /// out = transpose of w (k x n), as n x k.
     pub fn transpose [] [] (w: &[f32], out: &mut [f32], k: usize, n: usize) {
         for kk in 0..k {
@@ -237,7 +237,7 @@ leveled! {
     }
 }
 
-leveled! {
+kernel_variants! {
     /// `dw[kk][j] += sum_b x[b][kk] * dy[b][j]`, b ascending (gradient w.r.t. weights).
     pub fn outer_acc [] [] (x: &[f32], dy: &[f32], dw: &mut [f32], k: usize, n: usize) {
         for kk in 0..k {
@@ -247,7 +247,7 @@ leveled! {
     }
 }
 
-leveled! {
+kernel_variants! {
     /// In-place softmax of each row of `z` (rows x n); uses the engine's exp.
     pub fn softmax_rows [] [] (z: &mut [f32], n: usize) {
         for row in z.chunks_exact_mut(n) {
@@ -266,7 +266,7 @@ leveled! {
     }
 }
 
-leveled! {
+kernel_variants! {
     /// ReLU in place; returns nothing (the mask is the output's sign).
     pub fn relu [] [] (x: &mut [f32]) {
         for v in x.iter_mut() {
@@ -275,7 +275,7 @@ leveled! {
     }
 }
 
-leveled! {
+kernel_variants! {
     /// Zeroes gradient entries where the ReLU output was zero.
     pub fn relu_backward [] [] (out: &[f32], grad: &mut [f32]) {
         for (g, &o) in grad.iter_mut().zip(out) {
@@ -299,7 +299,7 @@ pub struct AdamStep {
     pub eps: f32,
 }
 
-leveled! {
+kernel_variants! {
     /// One Adam update of `p` from gradient `g` (moments `m`, `v`); zeroes `g` afterwards.
     pub fn adam [] [] (p: &mut [f32], g: &mut [f32], m: &mut [f32], v: &mut [f32], s: AdamStep) {
         let (c1, c2) = (1.0 - s.b1, 1.0 - s.b2);
@@ -318,7 +318,7 @@ leveled! {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::simd::{set_level, Level};
+    use crate::simd::{set_kernels, Kernels};
     use std::sync::Mutex;
 
     /// Serialises tests that switch the process-wide level.
@@ -331,9 +331,9 @@ pub(crate) mod tests {
         ((*seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
     }
 
-    fn levels() -> Vec<Level> {
-        let best = Level::detect();
-        [Level::Scalar, Level::Avx2, Level::Avx512]
+    fn levels() -> Vec<Kernels> {
+        let best = Kernels::detect();
+        [Kernels::Scalar, Kernels::Avx2, Kernels::Avx512]
             .into_iter()
             .filter(|l| *l <= best)
             .collect()
@@ -342,14 +342,14 @@ pub(crate) mod tests {
     /// Runs `f` at every level and asserts all outputs equal the scalar one bit for bit.
     pub(crate) fn same_on_every_level(name: &str, f: impl Fn() -> Vec<f32>) {
         let _g = LEVEL_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        set_level(Level::Scalar);
+        set_kernels(Kernels::Scalar);
         let want: Vec<u32> = f().iter().map(|v| v.to_bits()).collect();
         for l in levels() {
-            set_level(l);
+            set_kernels(l);
             let got: Vec<u32> = f().iter().map(|v| v.to_bits()).collect();
             assert_eq!(got, want, "{name} differs at level {l:?}");
         }
-        set_level(Level::detect());
+        set_kernels(Kernels::detect());
     }
 
     #[test]

@@ -82,7 +82,7 @@ pub enum Codec {
     Delta,
     /// Payload is a tensor of one-byte values (fp8) rANS-coded from one table of their
     /// frequencies, which it holds.
-    Bytes,
+    ByteTable,
 }
 
 impl Codec {
@@ -102,7 +102,7 @@ impl Codec {
             Codec::Field => 10,
             Codec::Lzma => 11,
             Codec::Delta => 12,
-            Codec::Bytes => 13,
+            Codec::ByteTable => 13,
         }
     }
 
@@ -122,7 +122,7 @@ impl Codec {
             10 => Ok(Codec::Field),
             11 => Ok(Codec::Lzma),
             12 => Ok(Codec::Delta),
-            13 => Ok(Codec::Bytes),
+            13 => Ok(Codec::ByteTable),
             t => Err(Error::Corrupt(format!("unknown block codec {t}"))),
         }
     }
@@ -143,7 +143,7 @@ impl Codec {
             Codec::Field => "field",
             Codec::Lzma => "lzma",
             Codec::Delta => "delta",
-            Codec::Bytes => "bytes",
+            Codec::ByteTable => "bytes",
         }
     }
 }
@@ -462,7 +462,7 @@ impl BlockRecord {
             | Codec::Swapped
             | Codec::Lzma
             | Codec::Delta
-            | Codec::Bytes => self.payload_len < self.raw_len,
+            | Codec::ByteTable => self.payload_len < self.raw_len,
         };
         if !ok {
             return Err(Error::Corrupt(format!(

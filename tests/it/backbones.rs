@@ -3,7 +3,7 @@
 //! needs.
 
 use crate::common::*;
-use sep::SimdLevel as Level;
+use sep::Kernels;
 use sep::{Backbone, Options, PackChoice};
 use std::fs;
 
@@ -38,12 +38,12 @@ fn every_backbone_is_deterministic_and_recorded() {
             "{backbone:?}: the archive does not say so: {}",
             info.cm
         );
-        sep::set_simd_level(Level::Scalar);
+        sep::set_kernels(Kernels::Scalar);
         let mut o = Options::default();
         o.threads = 3;
         let mut out = Vec::new();
         sep::decompress_to_vec(&one, &mut out, &o).unwrap();
-        sep::set_simd_level(Level::detect());
+        sep::set_kernels(Kernels::detect());
         assert!(out == data, "{backbone:?} level {level}: round trip");
     }
 }

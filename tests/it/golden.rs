@@ -6,7 +6,7 @@
 
 use crate::common::{smooth_field, smooth_raster, xorshift};
 use crate::tensors::{classifier, dequantized, safetensors, stft_file};
-use sep::{Codec, Options, SimdLevel};
+use sep::{Codec, Kernels, Options};
 use std::path::PathBuf;
 
 /// One golden archive: its name, its input, the codecs its blocks must include, and whether
@@ -190,7 +190,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "fp8-bytes.safetensors",
             input: fp8_tensors(),
-            codecs: &[Codec::TensorHeader, Codec::Bytes],
+            codecs: &[Codec::TensorHeader, Codec::ByteTable],
             written: true,
             base: None,
         },
@@ -295,13 +295,13 @@ fn golden_archives_decode_everywhere() {
                 codec.name()
             );
         }
-        for (threads, level) in [(1, SimdLevel::Scalar), (2, SimdLevel::detect())] {
-            sep::set_simd_level(level);
+        for (threads, level) in [(1, Kernels::Scalar), (2, Kernels::detect())] {
+            sep::set_kernels(level);
             let mut out = Vec::new();
             sep::decompress_to_vec(&archive, &mut out, &options(threads, &case.base)).unwrap();
             assert!(out == case.input, "{}: decodes to other bytes", case.name);
         }
-        sep::set_simd_level(SimdLevel::detect());
+        sep::set_kernels(Kernels::detect());
     }
 }
 

@@ -4,7 +4,7 @@
 
 use crate::common::*;
 use sep::Backbone::Pac;
-use sep::SimdLevel as Level;
+use sep::Kernels;
 use sep::{Error, Options, Pack, PackChoice, PackSpec};
 use std::fs;
 use std::sync::Arc;
@@ -28,8 +28,8 @@ fn pack(data: &[u8], name: &str) -> (Vec<u8>, Arc<Pack>) {
     (bytes, pack)
 }
 
-fn opts(threads: usize, kernels: Level) -> Options {
-    sep::set_simd_level(kernels);
+fn opts(threads: usize, kernels: Kernels) -> Options {
+    sep::set_kernels(kernels);
     let mut o = Options::default();
     o.threads = threads;
     o.block_size = 48 << 10;
@@ -61,10 +61,10 @@ fn a_pack_starts_the_model_and_is_needed_to_decode() {
         "packs are told apart by their hash"
     );
 
-    let plain = archive(data, opts(2, Level::detect()), PackChoice::Off);
+    let plain = archive(data, opts(2, Kernels::detect()), PackChoice::Off);
     let packed = archive(
         data,
-        opts(2, Level::detect()),
+        opts(2, Kernels::detect()),
         PackChoice::Given(english.clone()),
     );
     assert!(
@@ -77,17 +77,17 @@ fn a_pack_starts_the_model_and_is_needed_to_decode() {
     assert_eq!(info.pack, Some(("english".into(), english.sha256_hex())));
     assert_eq!(info.blocks.len(), 2);
 
-    for (threads, kernels) in [(1, Level::Scalar), (3, Level::detect())] {
+    for (threads, kernels) in [(1, Kernels::Scalar), (3, Kernels::detect())] {
         let mut o = opts(threads, kernels);
         o.packs = vec![other.clone(), english.clone()];
         let mut out = Vec::new();
         sep::decompress_to_vec(&packed, &mut out, &o).unwrap();
         assert!(out == data, "{threads} threads, {kernels:?}");
     }
-    sep::set_simd_level(Level::detect());
+    sep::set_kernels(Kernels::detect());
     // Without the pack, or with another of the same name: refused, nothing written.
     for packs in [vec![], vec![other.clone()]] {
-        let mut o = opts(2, Level::detect());
+        let mut o = opts(2, Kernels::detect());
         o.packs = packs;
         let mut out = Vec::new();
         match sep::decompress_to_vec(&packed, &mut out, &o) {
@@ -112,7 +112,7 @@ fn bad_packs_are_refused() {
     }
     // A pack of the default level starts no other level's model.
     for level in [1, 9] {
-        let mut o = opts(1, Level::detect());
+        let mut o = opts(1, Kernels::detect());
         o.level = level;
         o.pack = PackChoice::Given(good.clone());
         let r = sep::compress_bytes(&train, &mut Vec::new(), &o);
@@ -217,12 +217,12 @@ fn every_block_continues_the_pack_history() {
             let bytes = sep::pretrain(train, &s, &|_| {}).unwrap();
             let pack = Arc::new(Pack::from_file(&bytes).unwrap());
             assert_eq!(pack.history_len(), history);
-            let mut o = opts(2, Level::detect());
+            let mut o = opts(2, Kernels::detect());
             o.level = level;
             o.backbone = backbone;
             o.block_size = sep::internals::format::PACKED_MIN;
             let packed = archive(data, o, PackChoice::Given(pack.clone()));
-            for (threads, kernels) in [(1, Level::Scalar), (3, Level::detect())] {
+            for (threads, kernels) in [(1, Kernels::Scalar), (3, Kernels::detect())] {
                 let mut o = opts(threads, kernels);
                 o.level = level;
                 o.backbone = backbone;
@@ -234,7 +234,7 @@ fn every_block_continues_the_pack_history() {
                     "level {level} {backbone:?}, {threads} threads, {kernels:?}"
                 );
             }
-            sep::set_simd_level(Level::detect());
+            sep::set_kernels(Kernels::detect());
             sizes.push(packed.len());
         }
         assert!(
@@ -248,7 +248,7 @@ fn every_block_continues_the_pack_history() {
     s.history = 48 << 10;
     let pack = Arc::new(Pack::from_file(&sep::pretrain(train, &s, &|_| {}).unwrap()).unwrap());
     let data = &train[(96 - 32) << 10..];
-    let mut o = opts(1, Level::detect());
+    let mut o = opts(1, Kernels::detect());
     let packed = archive(data, o.clone(), PackChoice::Given(pack.clone()));
     let info = sep::inspect(std::io::Cursor::new(&packed)).unwrap();
     assert_eq!(info.blocks[0].codec, sep::Codec::Cm);
@@ -267,7 +267,7 @@ fn text_takes_the_builtin_pack_and_other_data_none() {
     let text = fs::read(corpora().join("text/paper4")).unwrap();
     let binary = fs::read(corpora().join("binary/sum")).unwrap();
     let builtin = sep::internals::codecs::cm::pack::builtin().unwrap();
-    let compress = |data: &[u8], pack| archive(data, opts(2, Level::detect()), pack);
+    let compress = |data: &[u8], pack| archive(data, opts(2, Kernels::detect()), pack);
     let auto = compress(&text, PackChoice::Auto);
     let off = compress(&text, PackChoice::Off);
     assert!(
@@ -284,7 +284,7 @@ fn text_takes_the_builtin_pack_and_other_data_none() {
     // Text, then a binary block: the archive names the pack, the binary block starts fresh.
     let long = fs::read(corpora().join("text/paper2")).unwrap();
     let mixed = [&long[..2 * binary.len()], &binary[..]].concat();
-    let mut o = opts(2, Level::detect());
+    let mut o = opts(2, Kernels::detect());
     o.block_size = binary.len() as u64;
     let mixed_archive = archive(&mixed, o, PackChoice::Auto);
     let info = sep::inspect(std::io::Cursor::new(&mixed_archive)).unwrap();
@@ -294,14 +294,14 @@ fn text_takes_the_builtin_pack_and_other_data_none() {
     assert_eq!(bin_block.payload_bytes, off_bin.blocks[0].payload_bytes);
     // Every build has the pack: decoded without being given one, at any thread count and
     // kernel level.
-    for (threads, kernels) in [(1, Level::Scalar), (3, Level::detect())] {
+    for (threads, kernels) in [(1, Kernels::Scalar), (3, Kernels::detect())] {
         for (a, data) in [(&auto, &text), (&mixed_archive, &mixed)] {
             let mut out = Vec::new();
             sep::decompress_to_vec(a, &mut out, &opts(threads, kernels)).unwrap();
             assert!(out == *data, "{threads} threads, {kernels:?}");
         }
     }
-    sep::set_simd_level(Level::detect());
+    sep::set_kernels(Kernels::detect());
     // A block that says it starts from a pack, in an archive that names none: refused.
     let payload = sep::internals::codecs::cm::encode(
         &text,
@@ -363,7 +363,7 @@ fn only_the_first_block_may_be_short_and_packed() {
         r => panic!("a short packed second block was decoded: {r:?}"),
     }
     // The encoder keeps the rule: short blocks after the first start fresh.
-    let mut o = opts(1, Level::detect());
+    let mut o = opts(1, Kernels::detect());
     o.block_size = PACKED_MIN / 2;
     let data = &text[..PACKED_MIN as usize];
     let packed = archive(data, o.clone(), PackChoice::Auto);
@@ -376,7 +376,7 @@ fn only_the_first_block_may_be_short_and_packed() {
     assert!(p.blocks[0].payload_bytes < f.blocks[0].payload_bytes);
     assert_eq!(p.blocks[1].payload_bytes, f.blocks[1].payload_bytes);
     let mut out = Vec::new();
-    sep::decompress_to_vec(&packed, &mut out, &opts(2, Level::Scalar)).unwrap();
-    sep::set_simd_level(Level::detect());
+    sep::decompress_to_vec(&packed, &mut out, &opts(2, Kernels::Scalar)).unwrap();
+    sep::set_kernels(Kernels::detect());
     assert!(out == data);
 }

@@ -3,14 +3,14 @@
 //! level, and refuse damaged archives as the streaming decoder does.
 
 use crate::common::corpora;
+use sep::Kernels;
 use sep::Options;
-use sep::SimdLevel as Level;
 use std::fs;
 
 /// Options of `threads` and `block_size`, the process's kernels set to `kernels` (every level
 /// gives the same bits, so tests running beside this one are unaffected).
-fn opts(threads: usize, kernels: Level, block_size: u64) -> Options {
-    sep::set_simd_level(kernels);
+fn opts(threads: usize, kernels: Kernels, block_size: u64) -> Options {
+    sep::set_kernels(kernels);
     let mut o = Options::default();
     o.threads = threads;
     o.block_size = block_size;
@@ -35,7 +35,7 @@ fn in_place_coding_matches_streaming_at_any_thread_count_and_kernel_level() {
     ];
     for (name, block_size) in files {
         let data = fs::read(corpora().join(name)).unwrap();
-        let auto = opts(2, Level::detect(), block_size);
+        let auto = opts(2, Kernels::detect(), block_size);
         let (_file, map) = mapped(&data);
         // The streaming path learns the layout from the header, as the in-memory one does.
         let mut streamed = Vec::new();
@@ -45,13 +45,14 @@ fn in_place_coding_matches_streaming_at_any_thread_count_and_kernel_level() {
         sep::compress_bytes(&data, &mut in_memory, &auto).unwrap();
         let mut from_map = Vec::new();
         let stats =
-            sep::compress_mapped(&map, &mut from_map, &opts(1, Level::Scalar, block_size)).unwrap();
+            sep::compress_mapped(&map, &mut from_map, &opts(1, Kernels::Scalar, block_size))
+                .unwrap();
         assert!(stats.blocks > 1, "{name}: one block only");
         assert!(in_memory == streamed, "{name}: in-memory archive differs");
         assert!(from_map == streamed, "{name}: mapped archive differs");
 
         let (_afile, amap) = mapped(&streamed);
-        for (threads, kernels) in [(1, Level::Scalar), (3, Level::detect())] {
+        for (threads, kernels) in [(1, Kernels::Scalar), (3, Kernels::detect())] {
             let o = opts(threads, kernels, block_size);
             let mut a = Vec::new();
             sep::decompress_bytes(&streamed, &mut a, &o).unwrap();
@@ -89,7 +90,7 @@ fn in_place_coding_matches_streaming_at_any_thread_count_and_kernel_level() {
 #[test]
 fn damaged_archives_are_refused_in_memory_too() {
     let data = fs::read(corpora().join("text/paper5")).unwrap();
-    let o = opts(2, Level::detect(), 2 << 10);
+    let o = opts(2, Kernels::detect(), 2 << 10);
     let mut archive = Vec::new();
     sep::compress_bytes(&data, &mut archive, &o).unwrap();
     let mut back = Vec::new();
@@ -113,7 +114,7 @@ fn damaged_archives_are_refused_in_memory_too() {
     longer.push(0);
     assert!(sep::decompress_bytes(&longer, std::io::sink(), &o).is_err());
     // Decoding into a vector (in place, on one thread): refused, and the vector as it was.
-    let one = opts(1, Level::detect(), 2 << 10);
+    let one = opts(1, Kernels::detect(), 2 << 10);
     let mut held = b"held".to_vec();
     for cut in (0..archive.len()).step_by(97) {
         assert!(sep::decompress_to_vec(&archive[..cut], &mut held, &one).is_err());
@@ -131,7 +132,7 @@ fn damaged_archives_are_refused_in_memory_too() {
 
 #[test]
 fn empty_and_tiny_inputs_in_memory() {
-    let o = opts(1, Level::detect(), 1 << 20);
+    let o = opts(1, Kernels::detect(), 1 << 20);
     for data in [&b""[..], b"x", b"\x93NUMPY"] {
         let mut archive = Vec::new();
         sep::compress_bytes(data, &mut archive, &o).unwrap();
@@ -158,14 +159,14 @@ fn dequantized_blocks_decode_into_a_vector_in_place() {
             data.extend_from_slice(&(q * scale).to_le_bytes());
         }
     }
-    let mut o = opts(1, Level::detect(), 1 << 20);
+    let mut o = opts(1, Kernels::detect(), 1 << 20);
     o.dtype = Some(sep::DType::F32);
     let mut archive = Vec::new();
     sep::compress_bytes(&data, &mut archive, &o).unwrap();
     let info = sep::inspect(std::io::Cursor::new(&archive)).unwrap();
     let codecs: Vec<&str> = info.blocks.iter().map(|b| b.codec.name()).collect();
     assert!(codecs.contains(&"scaled"), "codecs {codecs:?}");
-    for kernels in [Level::Scalar, Level::detect()] {
+    for kernels in [Kernels::Scalar, Kernels::detect()] {
         let o = opts(1, kernels, 1 << 20);
         let mut out = Vec::with_capacity(4 + data.len());
         out.extend_from_slice(b"held");
@@ -190,7 +191,7 @@ fn stored_blocks_decode_into_a_vector() {
             (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8
         })
         .collect();
-    let o = opts(1, Level::detect(), 32 << 10);
+    let o = opts(1, Kernels::detect(), 32 << 10);
     let mut archive = Vec::new();
     sep::compress_bytes(&data, &mut archive, &o).unwrap();
     let info = sep::inspect(std::io::Cursor::new(&archive)).unwrap();
@@ -217,15 +218,15 @@ fn machine_code_takes_the_x86_transform_and_decodes_anywhere() {
         .find(|w| sep::internals::codecs::x86::detect(w))
         .expect("no x86 code found");
     let mut archive = Vec::new();
-    sep::compress_bytes(data, &mut archive, &opts(2, Level::detect(), 64 << 10)).unwrap();
+    sep::compress_bytes(data, &mut archive, &opts(2, Kernels::detect(), 64 << 10)).unwrap();
     let info = sep::inspect(std::io::Cursor::new(&archive)).unwrap();
     assert!(info.blocks.iter().any(|b| b.codec.name() == "cm"));
-    for (threads, kernels) in [(1, Level::Scalar), (3, Level::detect())] {
+    for (threads, kernels) in [(1, Kernels::Scalar), (3, Kernels::detect())] {
         let mut out = Vec::new();
         sep::decompress_to_vec(&archive, &mut out, &opts(threads, kernels, 1 << 20)).unwrap();
         assert!(out == data, "{threads} threads, {kernels:?}");
     }
-    sep::set_simd_level(Level::detect());
+    sep::set_kernels(Kernels::detect());
 }
 
 #[test]
@@ -235,21 +236,21 @@ fn every_level_round_trips_and_is_recorded() {
     let data = &text[..96 << 10];
     let mut sizes = Vec::new();
     for level in sep::LEVELS {
-        let mut o = opts(2, Level::detect(), 48 << 10);
+        let mut o = opts(2, Kernels::detect(), 48 << 10);
         o.level = level;
         let mut archive = Vec::new();
         sep::compress_bytes(data, &mut archive, &o).unwrap();
         let info = sep::inspect(std::io::Cursor::new(&archive)).unwrap();
         assert_eq!(info.level, level);
         assert!(info.blocks.iter().all(|b| b.codec.name() == "cm"));
-        for (threads, kernels) in [(1, Level::Scalar), (3, Level::detect())] {
+        for (threads, kernels) in [(1, Kernels::Scalar), (3, Kernels::detect())] {
             let mut out = Vec::new();
             sep::decompress_to_vec(&archive, &mut out, &opts(threads, kernels, 1 << 20)).unwrap();
             assert!(out == data, "level {level}, {threads} threads, {kernels:?}");
         }
         sizes.push(archive.len());
     }
-    sep::set_simd_level(Level::detect());
+    sep::set_kernels(Kernels::detect());
     // More model, smaller archive: the slowest level beats the fastest.
     assert!(sizes[8] < sizes[0], "{sizes:?}");
 }
@@ -259,7 +260,7 @@ fn a_range_decodes_only_the_blocks_covering_it() {
     let text = fs::read(corpora().join("text/book1")).unwrap();
     let data = &text[..200_000];
     let mut archive = Vec::new();
-    let o = opts(2, Level::detect(), 20_000);
+    let o = opts(2, Kernels::detect(), 20_000);
     sep::compress_bytes(data, &mut archive, &o).unwrap();
     let info = sep::inspect(std::io::Cursor::new(&archive)).unwrap();
     assert_eq!(info.blocks.len(), 10);
@@ -304,7 +305,7 @@ fn a_range_decodes_only_the_blocks_covering_it() {
 fn parts_join_into_the_archive_of_the_whole_input() {
     let text = fs::read(corpora().join("text/book1")).unwrap();
     let data = &text[..300_000];
-    let o = opts(2, Level::detect(), 40_000);
+    let o = opts(2, Kernels::detect(), 40_000);
     let mut whole = Vec::new();
     sep::compress_bytes(data, &mut whole, &o).unwrap();
     for count in [1u32, 3, 8, 11] {
@@ -351,7 +352,7 @@ fn parts_join_into_the_archive_of_the_whole_input() {
     let mut other = Vec::new();
     sep::compress_part(&text[1..300_001], &mut other, &o, 1, 3).unwrap();
     assert!(refused(vec![a.clone(), other, c.clone()]), "another input");
-    let mut o9 = opts(2, Level::detect(), 40_000);
+    let mut o9 = opts(2, Kernels::detect(), 40_000);
     o9.level = 1;
     let mut other = Vec::new();
     sep::compress_part(data, &mut other, &o9, 1, 3).unwrap();
@@ -369,7 +370,7 @@ fn parts_join_into_the_archive_of_the_whole_input() {
 fn damaged_parts_are_refused_or_fail_to_decode() {
     let text = fs::read(corpora().join("text/paper1")).unwrap();
     let data = &text[..6000];
-    let mut o = opts(1, Level::detect(), 2000);
+    let mut o = opts(1, Kernels::detect(), 2000);
     o.level = 1;
     let parts: Vec<Vec<u8>> = (0..2)
         .map(|i| {

@@ -22,7 +22,7 @@ use crate::codecs::block_codec::{BlockCodec, Seen};
 use crate::entropy::rans::{self, fit, Decoder, Words, LOW, WAYS};
 use crate::error::{Error, Result};
 use crate::format::Codec;
-use crate::simd::{level, Level};
+use crate::simd::{kernels, Kernels};
 
 /// Fewest and most bits of precision a table may have.
 const MIN_BITS: u32 = 10;
@@ -178,14 +178,14 @@ fn most(bits: u32) -> u32 {
 
 /// What the decoder needs of a table: each slot's entry, `byte | (slot - start) << 8 |
 /// (freq - 1) << (8 + bits)`.
-struct Table {
+struct FreqTable {
     bits: u32,
     slots: Vec<u32>,
 }
 
 /// Reads the precision and table at the payload's start; returns them and where the stream
 /// starts.
-fn read_table(p: &[u8]) -> Result<(Table, usize, usize)> {
+fn read_table(p: &[u8]) -> Result<(FreqTable, usize, usize)> {
     let [bits, ways, map @ ..] = p else {
         return Err(Error::Truncated("byte-table payload"));
     };
@@ -220,7 +220,7 @@ fn read_table(p: &[u8]) -> Result<(Table, usize, usize)> {
             "byte-table frequencies do not add up".into(),
         ));
     }
-    let mut t = Table {
+    let mut t = FreqTable {
         bits,
         slots: Vec::with_capacity(total as usize),
     };
@@ -241,7 +241,7 @@ pub fn decode(
 ) -> Result<()> {
     let (t, ways, at) = read_table(payload)?;
     let (mut x, mut w) = Decoder::new(&payload[at..], ways)?.split();
-    let kernel = level();
+    let kernel = kernels();
     let first = out.len();
     out.resize(first + raw_len, 0);
     let (coded, tail) = out[first..].split_at_mut(raw_len - carried(raw_len, ways));
@@ -267,7 +267,7 @@ pub fn decode(
 
 /// The reference decoder: values in order, value `k` of `out` on state `k mod ways` (`out`
 /// starts at a whole group).
-fn decode_scalar(x: &mut [u32; WAYS], w: &mut Words, t: &Table, ways: usize, out: &mut [u8]) {
+fn decode_scalar(x: &mut [u32; WAYS], w: &mut Words, t: &FreqTable, ways: usize, out: &mut [u8]) {
     let mask = (1u32 << t.bits) - 1;
     for group in out.chunks_mut(ways) {
         for (x, v) in x.iter_mut().zip(group) {
@@ -279,14 +279,14 @@ fn decode_scalar(x: &mut [u32; WAYS], w: &mut Words, t: &Table, ways: usize, out
     }
 }
 
-impl Level {
+impl Kernels {
     /// Decodes whole groups of `ways` values into `out` with a vector kernel while the
     /// stream has room for a group's worst case; returns how many values it decoded.
     fn byte_groups(
         self,
         x: &mut [u32; WAYS],
         w: &mut Words,
-        t: &Table,
+        t: &FreqTable,
         ways: usize,
         out: &mut [u8],
     ) -> usize {
@@ -294,7 +294,7 @@ impl Level {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: AVX-512 support was checked when the level was chosen; the slot table
             // has an entry for every slot under 2^bits.
-            Level::Avx512 => unsafe {
+            Kernels::Avx512 => unsafe {
                 match ways {
                     16 => avx512::groups::<1>(x, w, t, out),
                     32 => avx512::groups::<2>(x, w, t, out),
@@ -303,7 +303,7 @@ impl Level {
             },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: AVX2 support was checked when the level was chosen; as above.
-            Level::Avx2 => unsafe {
+            Kernels::Avx2 => unsafe {
                 match ways {
                     16 => avx2::groups::<2>(x, w, t, ways, out),
                     _ => avx2::groups::<4>(x, w, t, ways, out),
@@ -316,7 +316,7 @@ impl Level {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::Table;
+    use super::FreqTable;
     use crate::entropy::rans::avx2::refill;
     use crate::entropy::rans::{Words, WAYS};
     use std::arch::x86_64::*;
@@ -327,7 +327,7 @@ mod avx2 {
     pub(super) fn groups<const R: usize>(
         x: &mut [u32; WAYS],
         w: &mut Words,
-        t: &Table,
+        t: &FreqTable,
         ways: usize,
         out: &mut [u8],
     ) -> usize {
@@ -393,7 +393,7 @@ mod avx2 {
 
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use super::Table;
+    use super::FreqTable;
     use crate::entropy::rans::{Words, WAYS};
     use std::arch::x86_64::*;
 
@@ -403,7 +403,7 @@ mod avx512 {
     pub(super) fn groups<const R: usize>(
         x: &mut [u32; WAYS],
         w: &mut Words,
-        t: &Table,
+        t: &FreqTable,
         out: &mut [u8],
     ) -> usize {
         let ways = 16 * R;
@@ -465,11 +465,11 @@ mod avx512 {
 }
 
 /// The byte-table codec.
-pub struct Bytes;
+pub struct ByteTable;
 
-impl BlockCodec for Bytes {
+impl BlockCodec for ByteTable {
     fn codec(&self) -> Codec {
-        Codec::Bytes
+        Codec::ByteTable
     }
 
     fn encode_into(&self, data: &[u8], out: &mut Vec<u8>) -> bool {
@@ -492,7 +492,7 @@ impl BlockCodec for Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::simd::{set_level, Level};
+    use crate::simd::{set_kernels, Kernels};
     use crate::testing::xorshift;
 
     /// fp8-like bytes: a sign, an exponent around `centre`, a mantissa.
@@ -509,8 +509,8 @@ mod tests {
 
     fn roundtrip(data: &[u8]) -> usize {
         let p = encode(data);
-        for l in [Level::Scalar, Level::Avx2, Level::detect()] {
-            set_level(l);
+        for l in [Kernels::Scalar, Kernels::Avx2, Kernels::detect()] {
+            set_kernels(l);
             let mut out = vec![9u8];
             let mut hashed = 0;
             decode(&p, data.len(), &mut out, &mut |b| hashed += b.len()).expect("decodes");

@@ -433,7 +433,7 @@ pub fn decode(payload: &[u8], raw_len: usize, out: &mut Vec<u8>) -> Result<()> {
 
 /// What events act on as values are decoded: the recent row distances, the copy being
 /// followed and the literals left.
-struct State<'l, const W: usize> {
+struct Decoding<'l, const W: usize> {
     reps: Reps,
     copy: Option<Follow>,
     lit: std::slice::ChunksExact<'l, u8>,
@@ -441,7 +441,7 @@ struct State<'l, const W: usize> {
     p: usize,
 }
 
-impl<const W: usize> State<'_, W> {
+impl<const W: usize> Decoding<'_, W> {
     /// Value `i` under event `e` (with new distance `d`), from the values before it in `out`.
     #[inline(always)]
     fn value(&mut self, e: usize, d: usize, i: usize, out: &[u8]) -> Result<u64> {
@@ -528,7 +528,7 @@ fn expand<'a, const W: usize>(
     let mut lengths = [(); 4].map(|_| Context::<LENGTHS>::new());
     let mut back_ctx = Context::<BACKS>::new();
     let backs = backs(p);
-    let mut state = State::<W> {
+    let mut state = Decoding::<W> {
         reps: Reps::new(),
         copy: None,
         lit: lits.chunks_exact(W),

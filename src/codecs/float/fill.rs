@@ -2,7 +2,7 @@
 //! symbol `s` (frequency `f`, first slot `start`) holds `s | f << 4 | (t - start) << 13`.
 
 #[cfg(target_arch = "x86_64")]
-use crate::simd::{level, Level};
+use crate::simd::{kernels, Kernels};
 use std::ops::Range;
 
 /// Fills a 256-slot row from its symbols' frequencies (in slot order, summing to 256).
@@ -10,7 +10,7 @@ use std::ops::Range;
 pub(super) fn m_row(row: &mut [u32], freqs: &[u32]) {
     assert_eq!(row.len(), 256);
     #[cfg(target_arch = "x86_64")]
-    if freqs.len() <= 16 && level() == Level::Avx512 {
+    if freqs.len() <= 16 && kernels() == Kernels::Avx512 {
         // SAFETY: the kernel level guarantees AVX-512F; the row has 256 entries.
         unsafe { m_row_avx512(row, freqs) };
         return;
@@ -139,7 +139,7 @@ mod tests {
             m_row_scalar(&mut scalar, &freqs);
             assert_eq!(scalar, want, "{freqs:?}");
             #[cfg(target_arch = "x86_64")]
-            if Level::detect() == Level::Avx512 {
+            if Kernels::detect() == Kernels::Avx512 {
                 let mut vector = vec![u32::MAX; 256];
                 // SAFETY: AVX-512F was detected; the row has 256 entries.
                 unsafe { m_row_avx512(&mut vector, &freqs) };

@@ -18,7 +18,7 @@ use crate::codecs::block_codec::{BlockCodec, Seen};
 use crate::entropy::rans;
 use crate::error::{Error, Result};
 use crate::format::Codec;
-use crate::simd::leveled;
+use crate::simd::kernel_variants;
 use std::hint::select_unpredictable;
 
 /// Cache sizes the encoder chooses from.
@@ -204,7 +204,7 @@ impl Cache {
     }
 }
 
-leveled! {
+kernel_variants! {
 /// Index of the smallest stamp (the first, of equals), compiled for the process's SIMD level
 /// (an unsigned minimum per lane).
 fn oldest [] [] (stamps: &[u32]) -> usize {

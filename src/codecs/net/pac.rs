@@ -33,7 +33,7 @@ const PIN: usize = PATCH * EMB;
 
 /// Offsets of each tensor in the flat parameter vector.
 #[derive(Clone, Copy)]
-struct Layout {
+struct Offsets {
     emb: usize,
     memb: usize,
     gate: usize,
@@ -48,7 +48,7 @@ struct Layout {
     len: usize,
 }
 
-impl Layout {
+impl Offsets {
     fn new(hidden: usize) -> Self {
         let mut at = 0;
         let mut take = |n: usize| {
@@ -56,7 +56,7 @@ impl Layout {
             at += n;
             o
         };
-        let l = Layout {
+        let l = Offsets {
             emb: take(256 * EMB),
             memb: take(256 * EMB),
             gate: take(PIN),
@@ -70,14 +70,14 @@ impl Layout {
             b2: take(256),
             len: 0,
         };
-        Layout { len: at, ..l }
+        Offsets { len: at, ..l }
     }
 }
 
 /// Network state, parameters and per-step activations of one block.
 pub struct Pac {
     hidden: usize,
-    lay: Layout,
+    lay: Offsets,
     p: Vec<f32>,
     train: Trainer,
     active: usize,
@@ -107,7 +107,7 @@ impl Pac {
     /// A network with seeded initial weights for up to `lanes` lanes.
     pub fn new(cfg: NetConfig, lanes: usize) -> Self {
         let hidden = cfg.hidden as usize;
-        let lay = Layout::new(hidden);
+        let lay = Offsets::new(hidden);
         let mut p = vec![0.0f32; lay.len];
         let mut rng = Rng(0x5E9_C0DE_5EED_0001);
         let mut init =

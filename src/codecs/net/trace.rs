@@ -40,7 +40,7 @@ const GATE_START: f32 = 2.0;
 
 /// Offsets of each tensor in the flat parameter vector.
 #[derive(Clone, Copy)]
-struct Layout {
+struct Offsets {
     emb: usize,
     memb: usize,
     gate: usize,
@@ -62,7 +62,7 @@ struct Layout {
     len: usize,
 }
 
-impl Layout {
+impl Offsets {
     fn new(d: usize) -> Self {
         let mut at = 0;
         let mut take = |n: usize| {
@@ -70,7 +70,7 @@ impl Layout {
             at += n;
             o
         };
-        let l = Layout {
+        let l = Offsets {
             emb: take(256 * EMB),
             memb: take(256 * EMB),
             gate: take(PIN),
@@ -91,7 +91,7 @@ impl Layout {
             bh: take(256),
             len: 0,
         };
-        Layout { len: at, ..l }
+        Offsets { len: at, ..l }
     }
 }
 
@@ -143,7 +143,7 @@ impl Memory {
 pub struct Trace {
     d: usize,
     window: usize,
-    lay: Layout,
+    lay: Offsets,
     p: Vec<f32>,
     train: Trainer,
     active: usize,
@@ -216,7 +216,7 @@ impl Trace {
     /// attending over `window` positions.
     pub fn new(cfg: NetConfig, lanes: usize, window: usize) -> Self {
         let d = (cfg.hidden as usize).max(1);
-        let lay = Layout::new(d);
+        let lay = Offsets::new(d);
         let hin = d + EMB + MATCH_BUCKETS;
         let mut p = vec![0.0f32; lay.len];
         let mut rng = Rng(0x7ACE_5EED_0000_0001);

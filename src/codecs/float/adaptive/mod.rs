@@ -9,7 +9,7 @@ mod avx512;
 
 use crate::entropy::rans::{self, fit, Sym, Words};
 use crate::error::{Error, Result};
-use crate::simd::{level, Level};
+use crate::simd::{kernels, Kernels};
 
 /// Precision of the symbol tables.
 pub(super) const BITS: u32 = 14;
@@ -85,7 +85,7 @@ pub(super) struct Table {
     /// `start | freq << 16` of each symbol, the escape last (decoder only).
     enc: Vec<u32>,
     /// The kernel that decodes symbols.
-    kernel: Level,
+    kernel: Kernels,
     /// Room for the weights `refit` shares out.
     weights: Vec<u32>,
     /// Counts of decoded symbols not yet in `counts`, `PARTS` per symbol (symbol `k` of a
@@ -109,7 +109,7 @@ impl Table {
             pairs,
             slots: vec![0; if decoder { (1 << BITS) + 1 } else { 0 }],
             enc: vec![0; if decoder { symbols + 1 } else { 0 }],
-            kernel: level(),
+            kernel: kernels(),
             weights: Vec::with_capacity(symbols),
             parts: vec![0; if decoder { PARTS * symbols } else { 0 }],
         };
@@ -467,7 +467,7 @@ impl<'a> PayloadReader<'a> {
     }
 }
 
-impl Level {
+impl Kernels {
     /// Decodes symbols of an adaptive table (precision `BITS`) into `out`, symbol `k` on
     /// state `k mod 16`, with a vector kernel while it can; returns how many it decoded (the
     /// caller decodes the rest, at least a group of 16, with the scalar reference). `slots`
@@ -486,10 +486,10 @@ impl Level {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: AVX-512 support was checked when the level was chosen; the slot table
             // is padded for the gathers' 4-byte reads and every symbol indexes `enc`.
-            Level::Avx512 => unsafe { avx512::adaptive::<BITS>(x, w, slots, enc, out) },
+            Kernels::Avx512 => unsafe { avx512::adaptive::<BITS>(x, w, slots, enc, out) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as above, for AVX2.
-            Level::Avx2 => unsafe { avx2::adaptive(BITS, x, w, slots, enc, out) },
+            Kernels::Avx2 => unsafe { avx2::adaptive(BITS, x, w, slots, enc, out) },
             _ => 0,
         }
     }
@@ -541,7 +541,7 @@ mod tests {
             tab.put_all(&syms, &mut enc);
             let mut stream = Vec::new();
             enc.finish(&mut stream);
-            for kernel in Level::supported() {
+            for kernel in Kernels::supported() {
                 let (mut st, mut words) = rans::Decoder::new(&stream, STATES).unwrap().split();
                 let mut tab = Table::new(sym_count, 4, true);
                 tab.kernel = kernel;

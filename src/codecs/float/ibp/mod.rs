@@ -10,7 +10,7 @@
 //! mode `2` = as mode 1 when every word participates, without the bitmap.
 
 use crate::error::{Error, Result};
-use crate::simd::{level, Level};
+use crate::simd::{kernels, Kernels};
 
 /// Words per group.
 pub const GROUP: usize = 4096;
@@ -295,13 +295,13 @@ fn unpack_bmi2<T: Word>(
 /// AVX-512 level of a CPU with VBMI.
 #[cfg(target_arch = "x86_64")]
 fn use_vbmi(fast: bool) -> bool {
-    fast && level() == Level::Avx512 && crate::simd::has_vbmi()
+    fast && kernels() == Kernels::Avx512 && crate::simd::has_vbmi()
 }
 
 /// Whether the BMI2 bit-manipulation path is used: from the AVX2 level on, whose features
 /// include BMI2.
 fn use_bmi2() -> bool {
-    level() >= Level::Avx2
+    kernels() >= Kernels::Avx2
 }
 
 #[inline(always)]

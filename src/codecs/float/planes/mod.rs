@@ -17,15 +17,15 @@
 //! ways (`u8`), plane layout (`u8`), context base (`u8`), the prior, residual
 //! count (`u32`), rANS stream length (`u32`) + stream, then the IBP section of the residuals.
 
-mod fields;
 mod interleaved;
 mod prior;
+mod split;
 mod symbols;
 mod tables;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use fields::read;
+pub(crate) use split::read;
 pub(crate) use tables::{Contexts, Tables};
 
 use super::{carry, ibp, DType};
@@ -33,9 +33,9 @@ use crate::codecs::block_codec::{BlockCodec, Seen};
 use crate::entropy::rans;
 use crate::error::{Error, Result};
 use crate::format::Codec;
-use crate::simd::Level;
-use fields::{join_all, look_up, split_all, spread_residuals, Fields};
+use crate::simd::Kernels;
 use prior::{survey, Prior};
+use split::{join_all, look_up, split_all, spread_residuals, BitLayout};
 use symbols::*;
 use tables::BELOW_MEDIAN;
 
@@ -60,8 +60,8 @@ fn batch_len(k: u32) -> usize {
 }
 
 /// Value width `W` (bytes) and exponent bits `EB` are constants so every shift is one.
-fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: Level, out: &mut Vec<u8>) {
-    let mut f = Fields {
+fn encode_w<const W: usize, const EB: u32>(data: &[u8], kernel: Kernels, out: &mut Vec<u8>) {
+    let mut f = BitLayout {
         bits: 8 * W as u32,
         ebits: EB,
         signed: false,
@@ -210,7 +210,7 @@ impl<R: ibp::Word> Residuals<'_, R> {
 fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
     body: &[u8],
     n: usize,
-    kernel: Level,
+    kernel: Kernels,
     out: &mut Vec<u8>,
     seen: &mut dyn FnMut(&[u8]),
 ) -> Result<()> {
@@ -227,7 +227,7 @@ fn decode_w<const W: usize, const EB: u32, R: ibp::Word>(
     if top[1] > 1 || (top[1] == 1 && W == 1) {
         return Err(bad("unknown sign mode"));
     }
-    let f = Fields {
+    let f = BitLayout {
         bits: 8 * W as u32,
         ebits: EB,
         signed: top[1] == 1,
@@ -338,12 +338,12 @@ pub fn encode(data: &[u8], dtype: DType) -> Vec<u8> {
 /// `encode` into `out`, replacing what it held (its room is reused).
 pub fn encode_into(data: &[u8], dtype: DType, out: &mut Vec<u8>) {
     out.clear();
-    encode_to(data, dtype, crate::simd::level(), out)
+    encode_to(data, dtype, crate::simd::kernels(), out)
 }
 
 /// `encode`, appended to `out`.
 pub fn encode_append(data: &[u8], dtype: DType, out: &mut Vec<u8>) {
-    encode_to(data, dtype, crate::simd::level(), out)
+    encode_to(data, dtype, crate::simd::kernels(), out)
 }
 
 /// The planes codec for values of `dtype`.
@@ -375,14 +375,14 @@ impl BlockCodec for Planes {
 }
 
 #[cfg(test)]
-fn encode_with(data: &[u8], dtype: DType, kernel: Level) -> Vec<u8> {
+fn encode_with(data: &[u8], dtype: DType, kernel: Kernels) -> Vec<u8> {
     let mut out = Vec::new();
     encode_to(data, dtype, kernel, &mut out);
     out
 }
 
 /// Appends the payload of `data` to `out`.
-fn encode_to(data: &[u8], dtype: DType, kernel: Level, out: &mut Vec<u8>) {
+fn encode_to(data: &[u8], dtype: DType, kernel: Kernels, out: &mut Vec<u8>) {
     let w = dtype.width();
     let n = data.len() / w;
     let tail = &data[n * w..];
@@ -406,7 +406,7 @@ fn encode_to(data: &[u8], dtype: DType, kernel: Level, out: &mut Vec<u8>) {
 
 /// Decodes a payload written by `encode` that must hold exactly `raw_len` bytes.
 pub fn decode(payload: &[u8], raw_len: usize) -> Result<Vec<u8>> {
-    decode_with(payload, raw_len, crate::simd::level())
+    decode_with(payload, raw_len, crate::simd::kernels())
 }
 
 /// Decodes a payload, appending it to `out`; `seen` gets the output piece by piece, in order, as it
@@ -417,10 +417,10 @@ pub(super) fn decode_as(
     out: &mut Vec<u8>,
     seen: &mut dyn FnMut(&[u8]),
 ) -> Result<()> {
-    decode_into(payload, raw_len, crate::simd::level(), out, seen)
+    decode_into(payload, raw_len, crate::simd::kernels(), out, seen)
 }
 
-fn decode_with(payload: &[u8], raw_len: usize, kernel: Level) -> Result<Vec<u8>> {
+fn decode_with(payload: &[u8], raw_len: usize, kernel: Kernels) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     decode_into(payload, raw_len, kernel, &mut out, &mut |_| {})?;
     Ok(out)
@@ -429,7 +429,7 @@ fn decode_with(payload: &[u8], raw_len: usize, kernel: Level) -> Result<Vec<u8>>
 fn decode_into(
     payload: &[u8],
     raw_len: usize,
-    kernel: Level,
+    kernel: Kernels,
     out: &mut Vec<u8>,
     seen: &mut dyn FnMut(&[u8]),
 ) -> Result<()> {

@@ -1,8 +1,8 @@
 //! A block's prior: what a sample of it shows (sign mode, median exponent, symbol counts),
 //! written as 4-bit levels that seed the block's counts.
 
-use super::fields::read;
-use super::fields::Fields;
+use super::split::read;
+use super::split::BitLayout;
 use super::symbols::*;
 use crate::error::{Error, Result};
 
@@ -19,7 +19,7 @@ pub(crate) struct Survey {
 /// Surveys every 3rd value of `data` (a stride prime to the power-of-two periods tensors
 /// tend to have). The sign goes with `M` if, given the exponent, it carries at least 0.02
 /// bits less than 1 per value (more symbols per table cost about that).
-pub(crate) fn survey<const W: usize>(data: &[u8], f: Fields) -> Survey {
+pub(crate) fn survey<const W: usize>(data: &[u8], f: BitLayout) -> Survey {
     // One count per sampled value, by exponent, sign and top 3 mantissa bits.
     let mut by_em = vec![[0u32; 16]; 256];
     let mut sv = Survey {

@@ -1,12 +1,12 @@
 //! The counts and rANS tables of one block, refitted between batches identically by the encoder
 //! and the decoder; the exponent contexts; the large buffers kept for the thread's next block.
 
-use super::fields::Fields;
 use super::prior::{Prior, LEVELS, PRIOR_SHIFT};
+use super::split::BitLayout;
 use super::symbols::*;
 use crate::codecs::float::fill;
 use crate::entropy::rans::fit;
-use crate::simd::leveled;
+use crate::simd::kernel_variants;
 use std::ops::Range;
 
 /// Exponent contexts of a block: each group of ways codes its exponents
@@ -173,7 +173,7 @@ pub(crate) struct Tables {
 }
 
 impl Tables {
-    pub(crate) fn new(f: Fields, decoding: bool) -> Self {
+    pub(crate) fn new(f: BitLayout, decoding: bool) -> Self {
         let ctxs = CONTEXTS;
         let tables = usize::from(decoding);
         let m_syms = if f.signed { 16 } else { 8 };
@@ -597,14 +597,14 @@ pub(crate) fn with_prior<'a>(
     }
 }
 
-leveled! {
+kernel_variants! {
 /// `Tables::count_batch`, compiled for the process's SIMD level.
 pub(crate) fn count_batch [] [] (tables: &mut Tables, em: &[u16], ctx: &[u8], ways: usize, at: usize) -> Span {
     tables.count_batch_body(em, ctx, ways, at)
 }
 }
 
-leveled! {
+kernel_variants! {
 /// `Tables::end_batch`, compiled for the process's SIMD level.
 pub(crate) fn end_batch [] [] (tables: &mut Tables, span: Span) {
     tables.end_batch_body(span)

@@ -70,7 +70,7 @@ fn the_output_is_seen_in_order_as_written() {
     ] {
         let mut data = to_bytes(dtype, &weights(n, 7));
         data.extend((0..tail).map(|i| i as u8 + 1));
-        let packed = encode_with(&data, dtype, crate::simd::level());
+        let packed = encode_with(&data, dtype, crate::simd::kernels());
         let (mut out, mut seen) = (vec![9u8; 3], Vec::new());
         let mut pieces = 0;
         let see = &mut |piece: &[u8]| {
@@ -114,7 +114,7 @@ fn roundtrips_every_dtype_and_compresses() {
 /// encoder kernel must write.
 fn reference_stream<const W: usize, const EB: u32>(data: &[u8]) -> Vec<u8> {
     use crate::entropy::rans::Sym;
-    let mut f = Fields {
+    let mut f = BitLayout {
         bits: 8 * W as u32,
         ebits: EB,
         signed: false,
@@ -269,7 +269,7 @@ fn every_kernel_encodes_the_documented_stream() {
     let big = with_escapes(270_003);
     let signed = to_bytes(DType::F16, &skewed_signs(40_000));
     let rows = to_bytes(DType::F32, &scaled_rows(150_001));
-    for kernel in Level::supported() {
+    for kernel in Kernels::supported() {
         let got = encode_with(&rows, DType::F32, kernel);
         assert!(
             stream_of(&got) == reference_stream::<4, 8>(&rows),
@@ -305,7 +305,7 @@ fn skewed_signs(n: usize) -> Vec<f32> {
 
 #[test]
 fn sampled_blocks_count_every_other_group_past_the_threshold() {
-    let f = Fields {
+    let f = BitLayout {
         bits: 32,
         ebits: 8,
         signed: true,
@@ -345,7 +345,7 @@ fn sparse_blocks_round_trip() {
         for dtype in ALL {
             let data = to_bytes(dtype, &w);
             let packed = encode(&data, dtype);
-            for kernel in Level::supported() {
+            for kernel in Kernels::supported() {
                 let back = decode_with(&packed, data.len(), kernel);
                 assert!(back.unwrap() == data, "{dtype:?} {kernel:?}");
             }
@@ -377,7 +377,7 @@ fn residuals_carried_by_the_start_states_round_trip() {
             for dtype in [DType::BF16, DType::F32, DType::F64, DType::F8E4M3] {
                 let data = to_bytes(dtype, &w);
                 let packed = encode(&data, dtype);
-                for kernel in Level::supported() {
+                for kernel in Kernels::supported() {
                     let back = decode_with(&packed, data.len(), kernel);
                     assert!(
                         back.unwrap() == data,
@@ -434,8 +434,8 @@ fn every_kernel_decodes_the_same() {
         (&fp8, DType::F8E4M3),
     ];
     for (data, dtype) in cases {
-        let packed = encode_with(data, dtype, crate::simd::level());
-        for kernel in Level::supported() {
+        let packed = encode_with(data, dtype, crate::simd::kernels());
+        for kernel in Kernels::supported() {
             let back = decode_with(&packed, data.len(), kernel).unwrap();
             assert!(back == *data, "{kernel:?}");
         }
@@ -495,7 +495,7 @@ fn random_damage_never_panics() {
     ];
     for (dtype, n) in cases {
         let data = to_bytes(dtype, &weights(n, 4));
-        let packed = encode_with(&data, dtype, crate::simd::level());
+        let packed = encode_with(&data, dtype, crate::simd::kernels());
         for _ in 0..if n > 10_000 { 60 } else { 400 } {
             let mut bad = packed.clone();
             for _ in 0..1 + rnd() % 4 {
@@ -507,11 +507,11 @@ fn random_damage_never_panics() {
             }
             // Either an error or some bytes of the right length; never a panic; and the
             // same from every kernel.
-            let got = decode_with(&bad, data.len(), Level::Scalar);
+            let got = decode_with(&bad, data.len(), Kernels::Scalar);
             if let Ok(d) = &got {
                 assert_eq!(d.len(), data.len());
             }
-            for kernel in Level::supported() {
+            for kernel in Kernels::supported() {
                 let fast = decode_with(&bad, data.len(), kernel);
                 assert!(
                     got.as_ref().ok() == fast.as_ref().ok(),
@@ -526,7 +526,7 @@ fn random_damage_never_panics() {
 #[test]
 fn priors_read_back_and_bad_ones_are_errors() {
     let data = with_escapes(20_000);
-    let f = Fields {
+    let f = BitLayout {
         bits: 32,
         ebits: 8,
         signed: false,

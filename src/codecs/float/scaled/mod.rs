@@ -22,7 +22,7 @@ use crate::codecs::block_codec::{BlockCodec, Seen};
 use crate::entropy::rans;
 use crate::error::{Error, Result};
 use crate::format::Codec;
-use crate::simd::leveled;
+use crate::simd::kernel_variants;
 
 /// Largest integer magnitude coded as a level.
 const K_MAX: i32 = 1023;
@@ -690,7 +690,7 @@ fn put<const W: usize>(o: &mut [u8], v: u32) {
     o.copy_from_slice(&v.to_le_bytes()[..W]);
 }
 
-leveled! {
+kernel_variants! {
 /// `decode` after the tags, for values of `W` bytes of the form numbered `F` (`form_of`),
 /// compiled for the process's SIMD level (the values are the same: each is an exact f32
 /// product, rounded by integer arithmetic).

@@ -13,7 +13,7 @@ use super::symbols::{
 };
 use super::tables::{Contexts, Tables};
 use crate::entropy::rans::{self, Words, WAYS};
-use crate::simd::Level;
+use crate::simd::Kernels;
 
 /// Decodes an `E` symbol from `x` with the table of context `c`: returns the exponent
 /// (`ZERO` for +0.0) and whether it is the escape.
@@ -72,7 +72,7 @@ fn group_scalar(x: &mut States, w: &mut Words, tables: &Tables, em: &mut [u16], 
 }
 
 // The vector kernels, as methods of the SIMD level that runs them.
-impl Level {
+impl Kernels {
     /// Decodes a batch in groups of `ways` (16, 32 or 64) values, each with the exponent
     /// context `ctx` picks for it, which is recorded in `groups` (one per group).
     #[allow(clippy::too_many_arguments)]
@@ -88,7 +88,7 @@ impl Level {
     ) {
         let mut done = 0;
         #[cfg(target_arch = "x86_64")]
-        if self == Level::Avx512 {
+        if self == Kernels::Avx512 {
             // SAFETY: AVX-512F support was checked when the level was chosen.
             done = unsafe {
                 match ways {
@@ -98,7 +98,7 @@ impl Level {
                     _ => 0,
                 }
             };
-        } else if self == Level::Avx2 {
+        } else if self == Kernels::Avx2 {
             // SAFETY: AVX2 support was checked when the level was chosen.
             done = unsafe {
                 match ways {
@@ -155,7 +155,7 @@ fn encode_group_scalar(
     }
 }
 
-impl Level {
+impl Kernels {
     /// Writes the rANS stream of `syms`, the states starting at `start`, to `out` (the layout
     /// of `rans::write_stream`; tests check it is what the generic `rans::Encoder` writes for
     /// the same symbols).
@@ -178,7 +178,7 @@ impl Level {
             let escapes = &s.escapes[esc_start..esc_end];
             esc_end = esc_start;
             #[cfg(target_arch = "x86_64")]
-            if self == Level::Avx512 && len as usize == s.ways {
+            if self == Kernels::Avx512 && len as usize == s.ways {
                 let (x, words, n) = (&mut x, &mut words, &mut n);
                 // SAFETY: AVX-512F support was checked when the level was chosen; `words`
                 // keeps 2 * WAYS spare entries past any symbol's word.
@@ -195,7 +195,7 @@ impl Level {
                 }
             }
             #[cfg(target_arch = "x86_64")]
-            if self == Level::Avx2 && len as usize == s.ways {
+            if self == Kernels::Avx2 && len as usize == s.ways {
                 let (x, words, n) = (&mut x, &mut words, &mut n);
                 // SAFETY: AVX2 support was checked when the level was chosen; `words` keeps
                 // 2 * WAYS spare entries past any symbol's word.

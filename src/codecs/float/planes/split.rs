@@ -3,12 +3,12 @@
 
 use super::symbols::*;
 use crate::codecs::float::ibp;
-use crate::simd::leveled;
+use crate::simd::kernel_variants;
 use std::mem::MaybeUninit;
 
 /// Bit layout of one dtype's values as coded here.
 #[derive(Clone, Copy)]
-pub(crate) struct Fields {
+pub(crate) struct BitLayout {
     /// Width of a value in bits.
     pub(crate) bits: u32,
     /// Bits of `E`.
@@ -17,7 +17,7 @@ pub(crate) struct Fields {
     pub(crate) signed: bool,
 }
 
-impl Fields {
+impl BitLayout {
     /// Bits below `M`.
     #[inline(always)]
     pub(crate) fn low(self) -> u32 {
@@ -65,13 +65,13 @@ impl Fields {
     }
 }
 
-leveled! {
+kernel_variants! {
 /// Splits each W-byte value of `data` into `em` (`E << 4 | M`) and `rest` (the residual);
 /// returns how many were +0.0 (with the widest vectors allowed).
 pub(crate) fn split_all [const W: usize, const EB: u32] [W, EB]
-    (data: &[u8], f: Fields, em: &mut [u16], rest: &mut [u64]) -> usize {
+    (data: &[u8], f: BitLayout, em: &mut [u16], rest: &mut [u64]) -> usize {
     // The widths as constants (every shift by a constant).
-    let f = Fields {
+    let f = BitLayout {
         bits: 8 * W as u32,
         ebits: EB,
         signed: f.signed,
@@ -87,7 +87,7 @@ pub(crate) fn split_all [const W: usize, const EB: u32] [W, EB]
 }
 }
 
-leveled! {
+kernel_variants! {
 /// Writes the symbols of a group's values given as `E << 4 | M`: `E` from its context's
 /// `row` (an exponent not in it yet gets freq 0), `M` from `m_enc` (0 for +0.0); returns
 /// whether any exponent was not in the row (with the widest vectors allowed).
@@ -120,13 +120,13 @@ pub(crate) fn spread_residuals<R: ibp::Word>(em: &[u16], res: &[R], out: &mut [R
     }
 }
 
-leveled! {
+kernel_variants! {
 /// Joins each `E << 4 | M` with its residual into `out`, W bytes per value, the sign coded
 /// with `M` if `S`; `ZERO_EM` (only if `Z`) gives +0.0 (with the widest vectors allowed).
 pub(crate) fn join_all [const W: usize, const EB: u32, const S: bool, const Z: bool, R: ibp::Word]
     [W, EB, S, Z, R]
     (em: &[u16], res: &[R], out: &mut [MaybeUninit<u8>]) {
-    let f = Fields {
+    let f = BitLayout {
         bits: 8 * W as u32,
         ebits: EB,
         signed: S,
