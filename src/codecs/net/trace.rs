@@ -326,7 +326,18 @@ impl Trace {
         active: usize,
         matches: &[(Option<u8>, usize)],
     ) -> &[f32] {
-        let (lay, d, hin) = (self.lay, self.d, self.head_in());
+        self.tokens(hist, lanes, step, active);
+        self.fuse(active);
+        self.attend_lanes(active);
+        self.feed_forward(active);
+        self.head(active, matches);
+        &self.probs[..active * 256]
+    }
+
+    /// Each lane's token at `step`: its patch of the bytes before it, embedded, and whether the
+    /// adaptive stride keeps it (`kept`); the slot it takes leaves the lane's memory.
+    fn tokens(&mut self, hist: &[u8], lanes: &Lanes, step: usize, active: usize) {
+        let (lay, d) = (self.lay, self.d);
         self.active = active;
         self.kept.clear();
         for l in 0..active {
@@ -357,6 +368,12 @@ impl Trace {
                 self.kept.push(l);
             }
         }
+    }
+
+    /// Dimension fusion of every lane's token, its query, and the keys and values of the kept
+    /// tokens (values scaled by their gate).
+    fn fuse(&mut self, active: usize) {
+        let (lay, d) = (self.lay, self.d);
         let rows = active * d;
         // Fusion: f = relu(x Wf + bf).
         Self::fill_bias(&mut self.f[..rows], &self.p[lay.bf..lay.bf + d]);
@@ -408,6 +425,13 @@ impl Trace {
                 *v = s * raw;
             }
         }
+    }
+
+    /// Each lane's attention readout over its memory and its own token, the output
+    /// projection with the residual, and the layer norm into `h1`.
+    fn attend_lanes(&mut self, active: usize) {
+        let (lay, d) = (self.lay, self.d);
+        let rows = active * d;
         // Attention readout, then r = f + o Wo.
         for l in 0..active {
             let own = self.kept_at[l].map(|i| Own {
@@ -439,6 +463,12 @@ impl Trace {
             &mut self.rstd[..active],
             &mut self.h1[..rows],
         );
+    }
+
+    /// The feed-forward block over `h1`, into `dh2`.
+    fn feed_forward(&mut self, active: usize) {
+        let (lay, d) = (self.lay, self.d);
+        let rows = active * d;
         // Feed-forward: h2 = h1 + gelu(h1 W1 + c1) W2 + c2, written into the head's input.
         let f2 = 2 * d;
         Self::fill_bias(&mut self.pre[..active * f2], &self.p[lay.c1..lay.c1 + f2]);
@@ -467,6 +497,12 @@ impl Trace {
             f2,
             d,
         );
+    }
+
+    /// The head: each lane's input (the block's output, the match byte's embedding and the
+    /// match length bucket) to 256 probabilities in `probs`.
+    fn head(&mut self, active: usize, matches: &[(Option<u8>, usize)]) {
+        let (lay, d, hin) = (self.lay, self.d, self.head_in());
         for l in 0..active {
             let inp = &mut self.hin[l * hin..l * hin + hin];
             inp.fill(0.0);
@@ -491,7 +527,6 @@ impl Trace {
             256,
         );
         softmax_rows(&mut self.probs[..active * 256], 256);
-        &self.probs[..active * 256]
     }
 
     /// The parameters (weights and biases, one flat vector).
@@ -553,14 +588,22 @@ impl Trace {
 
     /// Accumulates the cross-entropy gradient of the last forward pass into the trainer.
     fn backward(&mut self, bytes: &[u8]) {
-        let (lay, d, hin) = (self.lay, self.d, self.head_in());
         let a = self.active.min(bytes.len());
-        let rows = a * d;
-        let f2 = 2 * d;
+        self.head_backward(&bytes[..a]);
+        self.block_backward(a);
+        self.attention_backward(a);
+        self.kept_backward(a);
+        self.fusion_backward(a);
+    }
+
+    /// The head's gradients for the true `bytes` of the first lanes, and its input's (`dh2`).
+    fn head_backward(&mut self, bytes: &[u8]) {
+        let (lay, d, hin) = (self.lay, self.d, self.head_in());
+        let a = bytes.len();
         let g = &mut self.train.g;
         // Head: dz = p - onehot(y).
         let dz = &mut self.probs[..a * 256];
-        for (l, &y) in bytes[..a].iter().enumerate() {
+        for (l, &y) in bytes.iter().enumerate() {
             dz[l * 256 + y as usize] -= 1.0;
         }
         outer_acc(&self.hin[..a * hin], dz, &mut g[lay.wh..lay.bh], hin, 256);
@@ -577,6 +620,14 @@ impl Trace {
                 }
             }
         }
+    }
+
+    /// The feed-forward block, the layer norm and the residual projection, down to the
+    /// attention output's gradient (`d_o`) and the fusion's (`df`, its residual share).
+    fn block_backward(&mut self, a: usize) {
+        let (lay, d) = (self.lay, self.d);
+        let (rows, f2) = (a * d, 2 * d);
+        let g = &mut self.train.g;
         // Feed-forward block.
         outer_acc(
             &self.u[..a * f2],
@@ -623,6 +674,14 @@ impl Trace {
         self.d_o[..rows].fill(0.0);
         matmul_acc(&self.dr[..rows], &self.t.wo, &mut self.d_o[..rows], d, d);
         self.df[..rows].copy_from_slice(&self.dr[..rows]);
+    }
+
+    /// Attention, down to the queries' gradient (added to `df`) and the kept tokens' keys and
+    /// values (`dk`, `dv`).
+    fn attention_backward(&mut self, a: usize) {
+        let (lay, d) = (self.lay, self.d);
+        let rows = a * d;
+        let g = &mut self.train.g;
         // Attention.
         for l in 0..a {
             let ki = self.kept_at[l];
@@ -668,6 +727,13 @@ impl Trace {
             d,
         );
         matmul_acc(&self.dq[..rows], &self.t.wq, &mut self.df[..rows], d, d);
+    }
+
+    /// The kept tokens' keys and values, and through the value's scale, the gate's score
+    /// (`dscore`); their fused tokens' gradients added to `df`.
+    fn kept_backward(&mut self, a: usize) {
+        let (lay, d) = (self.lay, self.d);
+        let g = &mut self.train.g;
         // The kept tokens' keys and values, and through the value's scale, the gate.
         // Kept lanes are in lane order, so those below `a` come first.
         let kept = self.kept.iter().take_while(|&&l| l < a).count();
@@ -708,6 +774,13 @@ impl Trace {
                 *o += v;
             }
         }
+    }
+
+    /// The fusion, then the byte embeddings (through the fusion and the gate).
+    fn fusion_backward(&mut self, a: usize) {
+        let (lay, d) = (self.lay, self.d);
+        let rows = a * d;
+        let g = &mut self.train.g;
         // Fusion, then the byte embeddings (through the fusion and the gate).
         relu_backward(&self.f[..rows], &mut self.df[..rows]);
         outer_acc(
