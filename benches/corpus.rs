@@ -203,6 +203,93 @@ fn tool_of(a: &Anchor) -> &'static str {
     a.name.split(' ').next().unwrap_or(a.name)
 }
 
+/// The table's first two lines: sep's columns (with `--pack none` where `pack_column`), then
+/// each anchor's.
+fn table_head(anchors: &[&Anchor], pack_column: bool) -> String {
+    let mut table = String::from("| file | size | sep |");
+    if pack_column {
+        table.push_str(" sep --pack none |");
+    }
+    for a in anchors {
+        table.push_str(&format!(" {} |", a.name));
+    }
+    table.push_str(" sep comp KB/s | sep decomp KB/s |");
+    for a in anchors {
+        table.push_str(&format!(" {} comp / dec KB/s |", a.name));
+    }
+    table.push_str(" sep peak MB |\n|---|");
+    table.push_str(&"---:|".repeat(5 + 2 * anchors.len() + pack_column as usize));
+    table.push('\n');
+    table
+}
+
+/// The extra runs `SEP_BENCH_LEVELS` asks for: each a level, and a backbone where written
+/// `N:BACKBONE`.
+fn extra_runs() -> Vec<Vec<String>> {
+    std::env::var("SEP_BENCH_LEVELS")
+        .map(|l| {
+            l.split_whitespace()
+                .map(|x| match x.split_once(':') {
+                    Some((n, b)) => vec![format!("-{n}"), "--backbone".into(), b.into()],
+                    None => vec![format!("-{x}")],
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The processor's model name, from /proc/cpuinfo.
+fn cpu_name() -> String {
+    fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
+}
+
+/// The table of the extra runs' totals over `original` bytes, beside sep's default run (its
+/// archive bytes, and compress seconds, decompress seconds and peak KiB) and the anchors'.
+fn levels_table(
+    original: u64,
+    levels: &[Vec<String>],
+    level_totals: &[(u64, f64, f64, u64)],
+    default_run: (u64, (f64, f64, u64)),
+    anchors: &[&Anchor],
+    anchor_totals: &[(u64, f64, f64)],
+) -> String {
+    let mut table = String::new();
+
+    let ratio = |b: u64| original as f64 / b.max(1) as f64;
+    table.push_str(
+        "\nLevels, totals over the files above:\n\n| run | archive bytes | ratio | \
+             compress s | decompress s | peak MB |\n|---|---:|---:|---:|---:|---:|\n",
+    );
+    let mut rows: Vec<(String, u64, f64, f64, String)> = levels
+        .iter()
+        .zip(level_totals)
+        .map(|(l, t)| {
+            let peak = format!("{:.0}", t.3 as f64 / 1024.0);
+            (format!("sep {}", l.join(" ")), t.0, t.1, t.2, peak)
+        })
+        .collect();
+    let (default_bytes, (c, d, p)) = default_run;
+    let peak = format!("{:.0}", p as f64 / 1024.0);
+    rows.push(("sep (default)".into(), default_bytes, c, d, peak));
+    for (a, t) in anchors.iter().zip(anchor_totals) {
+        rows.push((a.name.to_string(), t.0, t.1, t.2, "-".into()));
+    }
+    for (name, bytes, c, d, peak) in rows {
+        table.push_str(&format!(
+            "| {name} | {bytes} | {:.3} | {c:.1} | {d:.1} | {peak} |\n",
+            ratio(bytes)
+        ));
+    }
+    table
+}
+
 /// Archive size, compress and decompress time of one anchor on one file.
 struct Run {
     bytes: u64,
@@ -235,35 +322,12 @@ fn main() {
         .and_then(|t| t.parse().ok())
         .unwrap_or(1);
     let pack_column = std::env::var("SEP_BENCH_PACK").map_or(true, |v| v != "0");
-    let mut table = String::from("| file | size | sep |");
-    if pack_column {
-        table.push_str(" sep --pack none |");
-    }
-    for a in &anchors {
-        table.push_str(&format!(" {} |", a.name));
-    }
-    table.push_str(" sep comp KB/s | sep decomp KB/s |");
-    for a in &anchors {
-        table.push_str(&format!(" {} comp / dec KB/s |", a.name));
-    }
-    table.push_str(" sep peak MB |\n|---|");
-    table.push_str(&"---:|".repeat(5 + 2 * anchors.len() + pack_column as usize));
-    table.push('\n');
+    let mut table = table_head(&anchors, pack_column);
     let mut totals = vec![0u64; 2 + anchors.len()];
     let mut unpacked_total = 0u64;
     // Per extra level, and per anchor: total archive bytes, compress and decompress seconds,
     // peak KiB.
-    // Each extra run: a level, and a backbone where written `N:MODEL`.
-    let levels: Vec<Vec<String>> = std::env::var("SEP_BENCH_LEVELS")
-        .map(|l| {
-            l.split_whitespace()
-                .map(|x| match x.split_once(':') {
-                    Some((n, model)) => vec![format!("-{n}"), "--model".into(), model.into()],
-                    None => vec![format!("-{x}")],
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let levels = extra_runs();
     let mut level_totals = vec![(0u64, 0f64, 0f64, 0u64); levels.len()];
     let mut anchor_totals = vec![(0u64, 0f64, 0f64); anchors.len()];
     let mut default_totals = (0f64, 0f64, 0u64);
@@ -367,14 +431,7 @@ fn main() {
     }
     table.push_str(&" |".repeat(3 + anchors.len()));
     table.push('\n');
-    let cpu = fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
+    let cpu = cpu_name();
     let header = format!(
         "Ratios are original/archive (higher is better). sep ran with {threads} threads (`-T`), \
          zpaq -m5 and bzip3 with their defaults (every core), xz and zstd single-threaded. \
@@ -382,31 +439,15 @@ fn main() {
          {cores} cores.\n\n"
     );
     if !levels.is_empty() {
-        let ratio = |b: u64| totals[0] as f64 / b.max(1) as f64;
-        table.push_str(
-            "\nLevels, totals over the files above:\n\n| run | archive bytes | ratio | \
-             compress s | decompress s | peak MB |\n|---|---:|---:|---:|---:|---:|\n",
-        );
-        let mut rows: Vec<(String, u64, f64, f64, String)> = levels
-            .iter()
-            .zip(&level_totals)
-            .map(|(l, t)| {
-                let peak = format!("{:.0}", t.3 as f64 / 1024.0);
-                (format!("sep {}", l.join(" ")), t.0, t.1, t.2, peak)
-            })
-            .collect();
-        let (c, d, p) = default_totals;
-        let peak = format!("{:.0}", p as f64 / 1024.0);
-        rows.push(("sep (default)".into(), totals[1], c, d, peak));
-        for (a, t) in anchors.iter().zip(&anchor_totals) {
-            rows.push((a.name.to_string(), t.0, t.1, t.2, "-".into()));
-        }
-        for (name, bytes, c, d, peak) in rows {
-            table.push_str(&format!(
-                "| {name} | {bytes} | {:.3} | {c:.1} | {d:.1} | {peak} |\n",
-                ratio(bytes)
-            ));
-        }
+        let default_run = (totals[1], default_totals);
+        table.push_str(&levels_table(
+            totals[0],
+            &levels,
+            &level_totals,
+            default_run,
+            &anchors,
+            &anchor_totals,
+        ));
     }
     println!("{header}{table}");
     if let Ok(out) = std::env::var("SEP_BENCH_OUT") {
