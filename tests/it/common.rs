@@ -249,7 +249,10 @@ pub fn test_corpus() -> &'static Path {
                 std::fs::remove_dir_all(&old).ok();
             }
         }
-        panic!("could not put the test corpus in place at {}", dest.display());
+        panic!(
+            "could not put the test corpus in place at {}",
+            dest.display()
+        );
     })
 }
 
