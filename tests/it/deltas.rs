@@ -29,14 +29,10 @@ fn stepped(file: &[u8], width: usize) -> Vec<u8> {
     out
 }
 
-fn tensor_file(name: &str) -> Vec<u8> {
-    fs::read(corpora().join("tensors").join(name)).unwrap()
-}
-
 #[test]
 fn a_checkpoint_codes_against_its_base_everywhere_and_only_with_it() {
     let dir = tempfile::tempdir().unwrap();
-    let base = tensor_file("minilm-layer1.bf16.safetensors");
+    let base = corpus_file("tensors/magika.bf16.safetensors");
     let new = stepped(&base, 2);
     fs::write(dir.path().join("base.safetensors"), &base).unwrap();
     fs::write(dir.path().join("new.safetensors"), &new).unwrap();
@@ -88,7 +84,7 @@ fn a_checkpoint_codes_against_its_base_everywhere_and_only_with_it() {
 
 #[test]
 fn the_library_codes_deltas_and_names_its_base() {
-    let base_file = tensor_file("minilm-layer0.f32.safetensors");
+    let base_file = corpus_file("tensors/magika.f32.safetensors");
     let new = stepped(&base_file, 4);
     let base = Arc::new(Base::new(Arc::new(base_file.clone())));
     let mut o = Options::default();

@@ -46,9 +46,9 @@ fn archive(data: &[u8], mut o: Options, pack: PackChoice) -> Vec<u8> {
 
 #[test]
 fn a_pack_starts_the_model_and_is_needed_to_decode() {
-    // Trained on one book, used on another.
-    let train = fs::read(corpora().join("text/book2")).unwrap();
-    let text = fs::read(corpora().join("text/book1")).unwrap();
+    // Trained on one manual, used on another.
+    let train = corpus_file("text/developers-reference.txt");
+    let text = corpus_file("text/debian-policy.txt");
     let data = &text[..96 << 10];
     let (bytes, english) = pack(&train[..160 << 10], "english");
     // Training is deterministic: the same data gives the same pack, byte for byte.
@@ -192,7 +192,7 @@ fn the_command_line_trains_uses_and_needs_a_pack() {
 
 #[test]
 fn every_block_continues_the_pack_history() {
-    let book = fs::read(corpora().join("text/book2")).unwrap();
+    let book = corpus_file("text/developers-reference.txt");
     let train = &book[..96 << 10];
     // The file is the training data's end, which only a pack's history still holds, with
     // every 97th letter's case changed (a copy would be coded past the context-mixing codec's
@@ -264,8 +264,8 @@ fn every_block_continues_the_pack_history() {
 
 #[test]
 fn text_takes_the_builtin_pack_and_other_data_none() {
-    let text = fs::read(corpora().join("text/paper4")).unwrap();
-    let binary = fs::read(corpora().join("binary/sum")).unwrap();
+    let text = corpus_file("text/Apache-2.0");
+    let binary = corpus_file("binary/dirname");
     let builtin = sep::internals::codecs::cm::pack::builtin().unwrap();
     let compress = |data: &[u8], pack| archive(data, opts(2, Kernels::detect()), pack);
     let auto = compress(&text, PackChoice::Auto);
@@ -282,7 +282,7 @@ fn text_takes_the_builtin_pack_and_other_data_none() {
     let auto_bin = compress(&binary, PackChoice::Auto);
     assert!(auto_bin == compress(&binary, PackChoice::Off));
     // Text, then a binary block: the archive names the pack, the binary block starts fresh.
-    let long = fs::read(corpora().join("text/paper2")).unwrap();
+    let long = corpus_file("text/findutils-NEWS");
     let mixed = [&long[..2 * binary.len()], &binary[..]].concat();
     let mut o = opts(2, Kernels::detect());
     o.block_size = binary.len() as u64;
@@ -329,7 +329,7 @@ fn only_the_first_block_may_be_short_and_packed() {
     use sep::internals::codecs::cm::{self, CmConfig, Params};
     use sep::internals::format::PACKED_MIN;
     let builtin = cm::pack::builtin().unwrap();
-    let text = fs::read(corpora().join("text/paper2")).unwrap();
+    let text = corpus_file("text/findutils-NEWS");
     let short = &text[..4096];
     let payload = cm::encode(
         short,

@@ -2,7 +2,7 @@
 //! streaming ones write, decode them (and the streamed ones) at any thread count and kernel
 //! level, and refuse damaged archives as the streaming decoder does.
 
-use crate::common::corpora;
+use crate::common::corpus_file;
 use sep::Kernels;
 use sep::Options;
 use std::fs;
@@ -30,11 +30,11 @@ fn mapped(bytes: &[u8]) -> (tempfile::NamedTempFile, memmap2::Mmap) {
 fn in_place_coding_matches_streaming_at_any_thread_count_and_kernel_level() {
     let files = [
         // Tensor blocks (several per file at this block size), and a general-purpose file.
-        ("tensors/minilm-layer2.f16.safetensors", 1 << 20),
-        ("text/paper4", 4 << 10),
+        ("tensors/ppocr-cls.f16.safetensors", 64 << 10),
+        ("text/Apache-2.0", 4 << 10),
     ];
     for (name, block_size) in files {
-        let data = fs::read(corpora().join(name)).unwrap();
+        let data = corpus_file(name);
         let auto = opts(2, Kernels::detect(), block_size);
         let (_file, map) = mapped(&data);
         // The streaming path learns the layout from the header, as the in-memory one does.
@@ -89,7 +89,7 @@ fn in_place_coding_matches_streaming_at_any_thread_count_and_kernel_level() {
 
 #[test]
 fn damaged_archives_are_refused_in_memory_too() {
-    let data = fs::read(corpora().join("text/paper5")).unwrap();
+    let data = corpus_file("text/Apache-2.0");
     let o = opts(2, Kernels::detect(), 2 << 10);
     let mut archive = Vec::new();
     sep::compress_bytes(&data, &mut archive, &o).unwrap();
@@ -232,7 +232,7 @@ fn machine_code_takes_the_x86_transform_and_decodes_anywhere() {
 #[test]
 fn every_level_round_trips_and_is_recorded() {
     // Real text: a corpus file's first 96 KiB, cut into two blocks.
-    let text = fs::read(corpora().join("text/book1")).unwrap();
+    let text = corpus_file("text/debian-policy.txt");
     let data = &text[..96 << 10];
     let mut sizes = Vec::new();
     for level in sep::LEVELS {
@@ -257,7 +257,7 @@ fn every_level_round_trips_and_is_recorded() {
 
 #[test]
 fn a_range_decodes_only_the_blocks_covering_it() {
-    let text = fs::read(corpora().join("text/book1")).unwrap();
+    let text = corpus_file("text/debian-policy.txt");
     let data = &text[..200_000];
     let mut archive = Vec::new();
     let o = opts(2, Kernels::detect(), 20_000);
@@ -303,7 +303,7 @@ fn a_range_decodes_only_the_blocks_covering_it() {
 
 #[test]
 fn parts_join_into_the_archive_of_the_whole_input() {
-    let text = fs::read(corpora().join("text/book1")).unwrap();
+    let text = corpus_file("text/debian-policy.txt");
     let data = &text[..300_000];
     let o = opts(2, Kernels::detect(), 40_000);
     let mut whole = Vec::new();
@@ -368,7 +368,7 @@ fn parts_join_into_the_archive_of_the_whole_input() {
 
 #[test]
 fn damaged_parts_are_refused_or_fail_to_decode() {
-    let text = fs::read(corpora().join("text/paper1")).unwrap();
+    let text = corpus_file("text/tar-NEWS");
     let data = &text[..6000];
     let mut o = opts(1, Kernels::detect(), 2000);
     o.level = 1;

@@ -279,8 +279,13 @@ fn decompressing_shows_total_and_time_left_on_a_terminal() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let dickens = fs::read(corpora().join("text/dickens")).unwrap();
-    fs::write(d.join("a"), &dickens[..1_000_000]).unwrap();
+    // A million bytes of real text: the test corpus's text files, one after another.
+    let text: Vec<u8> = corpus_files("text")
+        .iter()
+        .flat_map(|p| fs::read(p).unwrap())
+        .collect();
+    assert!(text.len() >= 1_000_000, "{} bytes of text", text.len());
+    fs::write(d.join("a"), &text[..1_000_000]).unwrap();
     ok(&sep(d, &["-q", "-1", "--rm", "a"]));
     // `script` runs sep on a pseudo-terminal and copies what it draws to stdout.
     let cmd = format!("'{}' -d a.sep", env!("CARGO_BIN_EXE_sep"));
@@ -297,7 +302,7 @@ fn decompressing_shows_total_and_time_left_on_a_terminal() {
     );
     // The summary, in the bar's units.
     assert!(drawn.contains("-> 976.56 KiB (ratio"), "{drawn}");
-    assert_eq!(fs::read(d.join("a")).unwrap(), &dickens[..1_000_000]);
+    assert_eq!(fs::read(d.join("a")).unwrap(), &text[..1_000_000]);
 }
 
 #[test]
