@@ -69,12 +69,18 @@ fn canonical(text: &[u8]) -> Option<(u64, usize)> {
     Some((v, len))
 }
 
-/// Where the object holding the key at `at` starts (after the last `{` before it).
-fn object_start(text: &[u8], at: usize) -> usize {
-    text[..at]
-        .iter()
-        .rposition(|&b| b == b'{')
-        .map_or(0, |p| p + 1)
+/// Longest text of a tensor's object before its offsets (from the `{` that opens it) that the
+/// rewrite reads its dtype and shape from: a tensor's object is a few dozen bytes (dtype, a
+/// shape of a few numbers), so this bounds the decoder's work per offset pair. The encoder
+/// declines a header with a longer one, and the decoder refuses it.
+const OBJECT_MAX: usize = 1024;
+
+/// Where the object holding the key at `at` starts (after the last `{` before it), if it is
+/// at most `OBJECT_MAX` bytes before `at`.
+fn object_start(text: &[u8], at: usize) -> Option<usize> {
+    let from = at.saturating_sub(OBJECT_MAX + 1);
+    let brace = text[from..at].iter().rposition(|&b| b == b'{')?;
+    Some(from + brace + 1)
 }
 
 /// The rewritten text of `data`, or `None` if it holds no offsets or any of them is not
@@ -98,7 +104,7 @@ fn rewrite(data: &[u8]) -> Option<Vec<u8>> {
             out.extend_from_slice(gap.to_string().as_bytes());
         }
         out.push(b',');
-        let predicted = predicted_len(&data[object_start(data, nums)..nums]);
+        let predicted = predicted_len(&data[object_start(data, nums)?..nums]);
         let extra = (end - start) as i128 - predicted.map_or(0, |n| n as i128);
         if extra != 0 {
             out.extend_from_slice(extra.to_string().as_bytes());
@@ -114,7 +120,8 @@ fn rewrite(data: &[u8]) -> Option<Vec<u8>> {
 
 /// A signed decimal at the start of `text` (empty: 0) and its length, ended by `stop`.
 fn signed(text: &[u8], stop: u8) -> Option<(i128, usize)> {
-    let len = text.iter().position(|&b| b == stop)?;
+    // A number of i128 takes at most 40 bytes: no need to look further.
+    let len = text.iter().take(41).position(|&b| b == stop)?;
     if len == 0 {
         return Some((0, 0));
     }
@@ -122,17 +129,21 @@ fn signed(text: &[u8], stop: u8) -> Option<(i128, usize)> {
     Some((v, len))
 }
 
-/// Reverses `rewrite`.
-fn restore(text: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(text.len() + text.len() / 4);
+/// Reverses `rewrite`, into at most `limit` bytes (`None` past them). Each offset pair costs
+/// at most its text, its object's `OBJECT_MAX` bytes and the 40 bytes it restores to.
+fn restore(text: &[u8], limit: usize) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len().min(limit));
     let (mut at, mut prev_end) = (0usize, 0i128);
     while let Some(p) = find(&text[at..], KEY) {
         let nums = at + p + KEY.len();
         let (gap, a) = signed(&text[nums..], b',')?;
         let (extra, b) = signed(&text[nums + a + 1..], b']')?;
+        if out.len() + (nums - at) > limit {
+            return None;
+        }
         out.extend_from_slice(&text[at..nums]);
         // The object's text before the offsets is the same in both forms.
-        let object = &out[object_start(&out, out.len())..];
+        let object = &out[object_start(&out, out.len())?..];
         let predicted = predicted_len(object).map_or(0, |n| n as i128);
         let start = prev_end.checked_add(gap)?;
         let end = start.checked_add(predicted)?.checked_add(extra)?;
@@ -140,8 +151,14 @@ fn restore(text: &[u8]) -> Option<Vec<u8>> {
             return None;
         }
         out.extend_from_slice(format!("{start},{end}]").as_bytes());
+        if out.len() > limit {
+            return None;
+        }
         at = nums + a + 1 + b + 1;
         prev_end = end;
+    }
+    if out.len() + (text.len() - at) > limit {
+        return None;
     }
     out.extend_from_slice(&text[at..]);
     Some(out)
@@ -157,7 +174,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 pub fn encode(data: &[u8]) -> Option<Vec<u8>> {
     let text = rewrite(data)?;
     // Kept only if it reverses exactly, and no longer than the block (the decoder's bound).
-    if text.len() > data.len() || restore(&text)? != data {
+    if text.len() > data.len() || restore(&text, data.len())? != data {
         return None;
     }
     crate::codecs::zstd::compress(&text, LEVEL)
@@ -169,7 +186,7 @@ pub fn decode(payload: &[u8], raw_len: usize, out: &mut Vec<u8>) -> Result<()> {
     // The rewritten text is never longer than the block (`encode` checks).
     let mut text = Vec::with_capacity(raw_len);
     crate::codecs::zstd::decompress_to(payload, &mut text).map_err(|e| bad(&e.to_string()))?;
-    let data = restore(&text).ok_or_else(|| bad("offsets do not decode"))?;
+    let data = restore(&text, raw_len).ok_or_else(|| bad("offsets do not decode"))?;
     if data.len() != raw_len {
         return Err(bad("wrong length"));
     }
@@ -333,5 +350,39 @@ mod tests {
             let z = zstd::bulk::compress(text, 3).unwrap();
             assert!(decode(&z, text.len()).is_err());
         }
+    }
+
+    #[test]
+    fn crafted_offsets_cost_linear_work_and_bounded_memory() {
+        // Pairs with no object around them (no `{` within reach): each once made the decoder
+        // scan back over all it had restored, quadratic in the block. Restored as the old
+        // decoder did (each pair `0,0]`), the block has exactly this length.
+        let pairs = 128 << 10 >> 4;
+        let text = KEY
+            .iter()
+            .chain(b",]")
+            .copied()
+            .cycle()
+            .take(18 * pairs)
+            .collect::<Vec<u8>>();
+        let restored = pairs * (KEY.len() + 4);
+        let payload = crate::codecs::zstd::compress(&text, 3).unwrap();
+        assert!(decode(&payload, restored).is_err());
+        // An object (its text to the end of the key) of `OBJECT_MAX` bytes is read, a longer one
+        // is out of reach.
+        let mut far = b"{".to_vec();
+        far.resize(1 + OBJECT_MAX - KEY.len(), b' ');
+        far.extend_from_slice(b"\"data_offsets\":[,]");
+        assert_eq!(restore(&far, usize::MAX).unwrap().len(), far.len() + 2);
+        far.insert(1, b' ');
+        assert!(restore(&far, usize::MAX).is_none());
+        // A pair restoring to 40 bytes from 18 is refused as soon as the output passes the
+        // block's length, not after.
+        let big = format!("{{\"data_offsets\":[{},]", u64::MAX);
+        assert!(restore(big.as_bytes(), 40).is_none());
+        assert!(restore(big.as_bytes(), 80).is_some());
+        // A number longer than any an encoder writes is not read to its end.
+        let long = format!("{{\"data_offsets\":[{},]", "1".repeat(50));
+        assert!(restore(long.as_bytes(), usize::MAX).is_none());
     }
 }
