@@ -68,6 +68,10 @@ pub enum Error {
         /// Whether a base was given (another one).
         given: bool,
     },
+    /// Where packs are looked up (`Options::pack_lookup`: the command line's `SEP_PACKS`)
+    /// could not be read, or holds a damaged copy of the pack an archive needs.
+    #[error("{0}")]
+    PackLookup(String),
     /// The archive needs a pack that was not given.
     #[error("archive needs pack {name} (sha256 {sha256}), which is not available")]
     PackMissing {

@@ -45,7 +45,7 @@ pub use simd::Kernels;
 use codecs::cm::CmConfig;
 use format::{Header, Trailer};
 use pipeline::{InMemory, Known, Streamed};
-pub use pipeline::{Options, PackChoice, Stats, DEFAULT_BLOCK_SIZE, DEFAULT_MEMORY};
+pub use pipeline::{Options, PackChoice, PackLookup, Stats, DEFAULT_BLOCK_SIZE, DEFAULT_MEMORY};
 use std::io::{Read, Seek, Write};
 
 /// Sets the SIMD level of every kernel of the process, capped at what the CPU supports (the
@@ -290,7 +290,11 @@ pub fn inspect(mut input: impl Read + Seek) -> Result<Info> {
     let (cm, pack) = CmConfig::from_bytes(&header.cm_config)?;
     let trailer = Trailer::read_from_end(&mut input)?;
     let archive_bytes = input.seek(std::io::SeekFrom::End(0))?;
-    trailer.check_table(header_len, archive_bytes - trailer.encoded_len())?;
+    trailer.check_table(
+        header_len,
+        archive_bytes - trailer.encoded_len(),
+        header.block_size,
+    )?;
     Ok(Info {
         version: header.version,
         engine_version: header.engine_version,

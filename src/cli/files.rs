@@ -13,6 +13,26 @@ use std::path::{Path, PathBuf};
 /// larger, go straight to the file instead of being copied through it.
 const WRITE_BUFFER: usize = 64 << 10;
 
+/// A file's name as a message shows it: on one line, with no byte a terminal would act on
+/// (control characters are written as escapes: `\n`, `\t`, `\r`, others as `\xNN` or
+/// `\u{N}`; bytes that are not UTF-8 as the replacement character).
+pub fn shown(path: impl AsRef<Path>) -> String {
+    let mut out = String::new();
+    for c in path.as_ref().to_string_lossy().chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x100 && c.is_control() => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 pub fn io_message(e: &io::Error) -> String {
     match e.kind() {
         io::ErrorKind::NotFound => "no such file or directory".into(),
@@ -29,11 +49,11 @@ pub fn io_message(e: &io::Error) -> String {
 
 pub fn with_path(path: &Path, e: Error) -> Failure {
     match e {
-        Error::Io(io) => Failure(format!("{}: {}", path.display(), io_message(&io))),
+        Error::Io(io) => Failure(format!("{}: {}", shown(path), io_message(&io))),
         e @ Error::MemoryLimit { .. } => {
-            Failure(format!("{}: {e} (--memory raises it)", path.display()))
+            Failure(format!("{}: {e} (--memory raises it)", shown(path)))
         }
-        other => Failure(format!("{}: {other}", path.display())),
+        other => Failure(format!("{}: {other}", shown(path))),
     }
 }
 
@@ -59,7 +79,7 @@ impl Input {
                 "stdin".into(),
             ));
         };
-        let name = path.display().to_string();
+        let name = shown(path);
         let meta =
             std::fs::metadata(path).map_err(|e| Failure(format!("{name}: {}", io_message(&e))))?;
         if meta.is_dir() {
@@ -124,21 +144,21 @@ impl Output {
             return Ok(Output::Stdout);
         };
         if dest.is_dir() {
-            return Err(Failure(format!("{}: is a directory", dest.display())));
+            return Err(Failure(format!("{}: is a directory", shown(&dest))));
         }
         if let Ok(meta) = std::fs::metadata(&dest) {
             if !meta.is_file() && (force || !is_block_device(&meta)) {
                 let f = std::fs::OpenOptions::new()
                     .write(true)
                     .open(&dest)
-                    .map_err(|e| Failure(format!("{}: {}", dest.display(), io_message(&e))))?;
+                    .map_err(|e| Failure(format!("{}: {}", shown(&dest), io_message(&e))))?;
                 return Ok(Output::Special(f));
             }
         }
         if !force && dest.symlink_metadata().is_ok() {
             return Err(Failure(format!(
                 "{}: already exists (use -f to overwrite)",
-                dest.display()
+                shown(&dest)
             )));
         }
         let dir = match dest.parent() {
@@ -155,7 +175,7 @@ impl Output {
             let path = tmp.as_ref().ok().map(|t| t.path().to_path_buf());
             (tmp, path)
         })
-        .map_err(|e| Failure(format!("{}: {}", dir.display(), io_message(&e))))?;
+        .map_err(|e| Failure(format!("{}: {}", shown(&dir), io_message(&e))))?;
         Ok(Output::File { tmp, dest, force })
     }
 
@@ -174,11 +194,14 @@ impl Output {
         let Output::File { tmp, dest, force } = self else {
             return Ok(());
         };
-        let name = dest.display().to_string();
-        if let Some(meta) = from {
-            copy_metadata(meta, tmp.as_file())
-                .map_err(|e| Failure(format!("{name}: {}", io_message(&e))))?;
-        }
+        let name = shown(&dest);
+        let carried = match from {
+            Some(meta) => copy_metadata(meta, tmp.as_file()),
+            // A new file (from standard input, `concat`, `pretrain`): the mode a plain
+            // `creat` would give, not the temporary file's private one.
+            None => new_file_mode(tmp.as_file()),
+        };
+        carried.map_err(|e| Failure(format!("{name}: {}", io_message(&e))))?;
         let result = signals::guarded(|| {
             let done = match force {
                 true => tmp.persist(&dest).map(|_| ()),
@@ -194,6 +217,25 @@ impl Output {
             }
         })
     }
+}
+
+/// Gives `to` the permission bits of a file created with mode 0666 under the process's umask.
+fn new_file_mode(to: &File) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // SAFETY: umask only swaps the process's mask; it is set straight back, before any
+        // other thread of sep creates a file (outputs are created on the main thread).
+        let mask = unsafe {
+            let m = libc::umask(0o022);
+            libc::umask(m);
+            m
+        };
+        to.set_permissions(std::fs::Permissions::from_mode(0o666 & !(mask as u32)))?;
+    }
+    #[cfg(not(unix))]
+    let _ = to;
+    Ok(())
 }
 
 /// Gives `to` the metadata xz carries over: modification and access times, the permission
@@ -230,7 +272,7 @@ pub fn check_distinct(input: Option<&PathBuf>, dest: Option<&PathBuf>) -> Result
     match (input, dest) {
         (Some(i), Some(d)) if same_file(i, d) => Err(Failure(format!(
             "{}: input and output are the same file",
-            d.display()
+            shown(d)
         ))),
         _ => Ok(()),
     }
@@ -259,7 +301,7 @@ pub fn original_name(path: &Path) -> Result<PathBuf, Failure> {
         Some(stem) if has_suffix(path) => Ok(PathBuf::from(stem)),
         _ => Err(Failure(format!(
             "{}: unknown suffix, expected .sep (use -o OUT or -c)",
-            path.display()
+            shown(path)
         ))),
     }
 }

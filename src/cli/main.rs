@@ -71,8 +71,9 @@ fn options(flags: &Flags, bar: &Option<ProgressBar>) -> Result<Options, Failure>
         Some(p) => sep::PackChoice::Given(Arc::new(load_pack(p)?)),
         None => sep::PackChoice::Auto,
     };
-    if let Some(dir) = std::env::var_os("SEP_PACKS") {
-        opts.packs = packs_in(Path::new(&dir))?;
+    // Read only when an archive needs a pack not otherwise given.
+    if let Some(dir) = std::env::var_os("SEP_PACKS").filter(|d| !d.is_empty()) {
+        opts.pack_lookup = Some(packs_in(PathBuf::from(dir)));
     }
     opts.backbone = flags.backbone.backbone();
     if let Some(path) = &flags.patch_from {
@@ -96,8 +97,16 @@ fn options(flags: &Flags, bar: &Option<ProgressBar>) -> Result<Options, Failure>
     Ok(opts)
 }
 
-/// Opens (maps) the base file of `--patch-from` and hashes it.
+/// Opens (maps) the base file of `--patch-from`, which must be a regular file (a device or a
+/// pipe could have no end), and hashes it.
 fn load_base(path: &Path) -> Result<sep::Base, Failure> {
+    let meta = std::fs::metadata(path).map_err(|e| with_path(path, e.into()))?;
+    if !meta.is_file() {
+        return Err(Failure(format!(
+            "{}: not a regular file (--patch-from needs one)",
+            files::shown(path)
+        )));
+    }
     let bytes: Arc<dyn AsRef<[u8]> + Send + Sync> = match files::Input::open(&Some(path.into()))? {
         (files::Input::Mapped(map), _, _) => Arc::new(map),
         (files::Input::Empty, _, _) => Arc::new(Vec::new()),
@@ -113,21 +122,48 @@ fn load_base(path: &Path) -> Result<sep::Base, Failure> {
     Ok(sep::Base::new(bytes))
 }
 
-/// Reads and parses a pack file.
+/// Reads and parses a pack file, which must be a regular file (a device or a pipe could
+/// have no end).
 fn load_pack(path: &Path) -> Result<sep::Pack, Failure> {
+    let meta = std::fs::metadata(path).map_err(|e| with_path(path, e.into()))?;
+    if !meta.is_file() {
+        return Err(Failure(format!(
+            "{}: not a regular file (a pack must be one)",
+            files::shown(path)
+        )));
+    }
     let bytes = std::fs::read(path).map_err(|e| with_path(path, e.into()))?;
-    sep::Pack::from_file(&bytes).map_err(|e| Failure(format!("{}: {e}", path.display())))
+    sep::Pack::from_file(&bytes).map_err(|e| Failure(format!("{}: {e}", files::shown(path))))
 }
 
-/// The packs (`*.pack`) in `dir`, for archives that need one.
-fn packs_in(dir: &Path) -> Result<Vec<Arc<sep::Pack>>, Failure> {
-    let entries = std::fs::read_dir(dir).map_err(|e| with_path(dir, e.into()))?;
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "pack") && p.is_file())
-        .collect();
-    paths.sort();
-    paths.iter().map(|p| load_pack(p).map(Arc::new)).collect()
+/// Looks a pack up among the `*.pack` files of `dir` (`SEP_PACKS`) when an archive needs it:
+/// a file that is not a pack is skipped with a warning, unless it is named for the pack
+/// needed.
+fn packs_in(dir: PathBuf) -> sep::PackLookup {
+    Arc::new(move |name: &str, sha256: &str| {
+        let shown = files::shown(&dir);
+        let entries = std::fs::read_dir(&dir).map_err(|e| {
+            sep::Error::PackLookup(format!("SEP_PACKS={shown}: {}", files::io_message(&e)))
+        })?;
+        let mut paths: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "pack") && p.is_file())
+            .collect();
+        paths.sort();
+        for path in paths {
+            match load_pack(&path) {
+                Ok(p) if p.name() == name && p.sha256_hex() == sha256 => {
+                    return Ok(Some(Arc::new(p)))
+                }
+                Ok(_) => {}
+                Err(Failure(m)) if path.file_stem().is_some_and(|s| s == name) => {
+                    return Err(sep::Error::PackLookup(format!("SEP_PACKS: {m}")))
+                }
+                Err(Failure(m)) => eprintln!("sep: warning: SEP_PACKS: {m} (skipped)"),
+            }
+        }
+        Ok(None)
+    })
 }
 
 /// `sep pretrain`: reads the inputs (directories walked in name order), trains the pack,
@@ -179,15 +215,19 @@ fn run_pretrain(
     }
     let mut out = Output::create(Some(output.clone()), force)?;
     let mut w = out.writer();
-    w.write_all(&pack)
-        .and_then(|()| w.flush())
-        .map_err(|e| Failure(format!("{}: {}", output.display(), files::io_message(&e))))?;
+    w.write_all(&pack).and_then(|()| w.flush()).map_err(|e| {
+        Failure(format!(
+            "{}: {}",
+            files::shown(&output),
+            files::io_message(&e)
+        ))
+    })?;
     drop(w);
     out.commit(None)?;
     if !quiet {
         eprintln!(
             "sep: pack {} ({} bytes) from {} bytes of {} files",
-            output.display(),
+            files::shown(&output),
             pack.len(),
             data.len(),
             paths.len()
@@ -282,7 +322,7 @@ fn run_one(
             let shrank = in_path
                 .as_ref()
                 .and_then(|p| std::fs::metadata(p).ok())
-                .is_some_and(|m| Some(m.len()) != len);
+                .is_some_and(|m| m.is_file() && Some(m.len()) != len);
             if shrank && !w.failed {
                 return Failure(format!("{name}: the file changed while it was being read"));
             }
@@ -308,7 +348,7 @@ fn run_one(
     if flags.rm && wrote_file {
         if let Some(p) = &in_path {
             std::fs::remove_file(p)
-                .map_err(|e| Failure(format!("{}: {}", p.display(), files::io_message(&e))))?;
+                .map_err(|e| Failure(format!("{}: {}", files::shown(p), files::io_message(&e))))?;
         }
     }
     if !flags.quiet && (flags.verbose || io::stderr().is_terminal()) {
@@ -362,7 +402,7 @@ fn process(mode: Mode, flags: &Flags, input: Option<&Path>) -> Result<Done, Fail
             Mode::Compress if files::has_suffix(p) && !flags.force => {
                 return Ok(Done::Warned(format!(
                     "{}: already has the .sep suffix, skipped (-f compresses it again)",
-                    p.display()
+                    files::shown(p)
                 )));
             }
             Mode::Compress => Some(files::archive_name(p, flags.shard)),
@@ -414,7 +454,7 @@ fn list(flags: &Flags, inputs: &[Option<PathBuf>]) -> bool {
 
 fn inspect(path: &Path) -> Result<sep::Info, Failure> {
     if path.is_dir() {
-        return Err(Failure(format!("{}: is a directory", path.display())));
+        return Err(Failure(format!("{}: is a directory", files::shown(path))));
     }
     let f = File::open(path).map_err(|e| with_path(path, e.into()))?;
     sep::inspect(io::BufReader::new(f)).map_err(|e| with_path(path, e))
@@ -444,7 +484,7 @@ fn inputs(mode: Mode, flags: &Flags, names: Vec<PathBuf>) -> Vec<Result<Option<P
             if let Err(e) = files::walk(&name, &mut found) {
                 out.push(Err(Failure(format!(
                     "{}: {}",
-                    name.display(),
+                    files::shown(&name),
                     files::io_message(&e)
                 ))));
             }
@@ -454,7 +494,7 @@ fn inputs(mode: Mode, flags: &Flags, names: Vec<PathBuf>) -> Vec<Result<Option<P
         } else if name.is_dir() {
             out.push(Err(Failure(format!(
                 "{}: is a directory (-r goes into it)",
-                name.display()
+                files::shown(&name)
             ))));
         } else {
             out.push(Ok(Some(name)));
@@ -528,8 +568,13 @@ fn run_concat(parts: &[PathBuf], output: PathBuf, force: bool) -> Result<(), Fai
         Error::Io(_) => with_path(&output, e),
         e => Failure(format!("sep concat: {e}")),
     })?;
-    w.flush()
-        .map_err(|e| Failure(format!("{}: {}", output.display(), files::io_message(&e))))?;
+    w.flush().map_err(|e| {
+        Failure(format!(
+            "{}: {}",
+            files::shown(&output),
+            files::io_message(&e)
+        ))
+    })?;
     drop(w);
     out.commit(None)
 }

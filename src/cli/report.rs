@@ -78,7 +78,7 @@ pub fn list_line(info: &Info, name: &Path) -> String {
         ratio(info.original_bytes, info.archive_bytes),
         info.level,
         codecs(info),
-        name.display()
+        crate::files::shown(name)
     )
 }
 
@@ -104,7 +104,7 @@ pub fn describe(info: &Info, name: &Path) -> String {
     let _ = writeln!(
         s,
         "archive:        {} ({} bytes)",
-        name.display(),
+        crate::files::shown(name),
         info.archive_bytes
     );
     let _ = writeln!(s, "format version: {}", info.version);

@@ -439,41 +439,45 @@ impl BlockRecord {
 
     /// Checks the lengths against the archive's block size and the codec's rules.
     fn validate(&self, block_size: u64) -> Result<()> {
-        if self.raw_len == 0 || self.raw_len > block_size {
-            return Err(Error::Corrupt(format!(
-                "block length {} exceeds the block size {block_size}",
-                self.raw_len
-            )));
-        }
-        let ok = match self.codec {
-            Codec::Stored => self.payload_len == self.raw_len,
-            // The context-mixing codec decodes at tens of KB/s: a block may not claim more than
-            // `CM_MAX_RATIO` bytes per payload byte (its encoder keeps to that).
-            Codec::Cm | Codec::Field => {
-                self.payload_len < self.raw_len && cm_fits(self.raw_len, self.payload_len)
-            }
-            Codec::Zstd
-            | Codec::Planes
-            | Codec::TensorHeader
-            | Codec::Recent
-            | Codec::Scaled
-            | Codec::Repeated
-            | Codec::Copies
-            | Codec::Swapped
-            | Codec::Lzma
-            | Codec::Delta
-            | Codec::ByteTable => self.payload_len < self.raw_len,
-        };
-        if !ok {
-            return Err(Error::Corrupt(format!(
-                "{} block of {} bytes has a {}-byte payload",
-                self.codec.name(),
-                self.raw_len,
-                self.payload_len
-            )));
-        }
-        Ok(())
+        lengths_valid(self.codec, self.raw_len, self.payload_len, block_size)
     }
+}
+
+/// Checks a block's lengths (`raw_len` original, `payload_len` coded by `codec`) against the
+/// archive's block size and the codec's rules, as its record and its table entry must.
+fn lengths_valid(codec: Codec, raw_len: u64, payload_len: u64, block_size: u64) -> Result<()> {
+    if raw_len == 0 {
+        return Err(Error::Corrupt("a block of length 0".into()));
+    }
+    if raw_len > block_size {
+        return Err(Error::Corrupt(format!(
+            "block length {raw_len} exceeds the block size {block_size}"
+        )));
+    }
+    let ok = match codec {
+        Codec::Stored => payload_len == raw_len,
+        // The context-mixing codec decodes at tens of KB/s: a block may not claim more than
+        // `CM_MAX_RATIO` bytes per payload byte (its encoder keeps to that).
+        Codec::Cm | Codec::Field => payload_len < raw_len && cm_fits(raw_len, payload_len),
+        Codec::Zstd
+        | Codec::Planes
+        | Codec::TensorHeader
+        | Codec::Recent
+        | Codec::Scaled
+        | Codec::Repeated
+        | Codec::Copies
+        | Codec::Swapped
+        | Codec::Lzma
+        | Codec::Delta
+        | Codec::ByteTable => payload_len < raw_len,
+    };
+    if !ok {
+        return Err(Error::Corrupt(format!(
+            "{} block of {raw_len} bytes has a {payload_len}-byte payload",
+            codec.name()
+        )));
+    }
+    Ok(())
 }
 
 /// One block table entry.
@@ -609,15 +613,17 @@ impl Trailer {
 
     /// Checks that the block table describes an archive whose header is `header_len` bytes and
     /// whose end tag is at `end_at`: blocks one after the other from the header on, the end
-    /// tag right after the last, and the total length their sum; what a decoder would find
-    /// reading the archive through (two archives one after the other do not pass).
-    pub fn check_table(&self, header_len: u64, end_at: u64) -> Result<()> {
+    /// tag right after the last, the total length their sum, and each block's lengths within
+    /// `block_size` and its codec's rules; what a decoder would find reading the archive
+    /// through (two archives one after the other do not pass).
+    pub fn check_table(&self, header_len: u64, end_at: u64, block_size: u64) -> Result<()> {
         let bad = || Error::Corrupt("block table does not match the archive".into());
         let (mut at, mut total) = (header_len, 0u64);
         for e in &self.table {
             if e.offset != at {
                 return Err(bad());
             }
+            lengths_valid(e.codec, e.raw_len, e.payload_len, block_size)?;
             at = at
                 .checked_add(BlockRecord::LEN)
                 .and_then(|a| a.checked_add(e.payload_len))

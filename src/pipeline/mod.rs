@@ -13,7 +13,7 @@ mod range;
 mod source;
 mod workers;
 
-pub use options::{Options, PackChoice, Stats, DEFAULT_BLOCK_SIZE, DEFAULT_MEMORY};
+pub use options::{Options, PackChoice, PackLookup, Stats, DEFAULT_BLOCK_SIZE, DEFAULT_MEMORY};
 
 pub(crate) use compress::compress;
 pub(crate) use decompress::{decompress, decompress_to_vec};

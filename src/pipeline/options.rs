@@ -76,6 +76,10 @@ pub struct Options {
     pub pack: PackChoice,
     /// Packs an archive may need (decompression; `pack` counts too).
     pub packs: Vec<Arc<Pack>>,
+    /// Called (decompression) only when an archive needs a pack that neither `pack`, `packs`
+    /// nor the built-in pack is, with its name and SHA-256 in hex: the pack, `None` where there
+    /// is none (the archive is then refused as needing a missing pack), or an error.
+    pub pack_lookup: Option<PackLookup>,
     /// An earlier file of the same model (`--patch-from`): compressing a safetensors file,
     /// its tensors that match the base's by name, dtype and shape are coded against them, and
     /// the archive then needs this base to decode (it records its SHA-256 and length).
@@ -95,6 +99,7 @@ impl Default for Options {
             memory: DEFAULT_MEMORY,
             pack: PackChoice::Auto,
             packs: Vec::new(),
+            pack_lookup: None,
             base: None,
         }
     }
@@ -203,8 +208,17 @@ impl Options {
         if let Some(p) = given.into_iter().chain(&self.packs).find(|p| p.id == *id) {
             return Ok(p.clone());
         }
-        match pack::builtin() {
-            Ok(p) if p.id == *id => Ok(p),
+        if let Ok(p) = pack::builtin() {
+            if p.id == *id {
+                return Ok(p);
+            }
+        }
+        let found = match &self.pack_lookup {
+            Some(lookup) => lookup(&id.name, &id.hex())?,
+            None => None,
+        };
+        match found {
+            Some(p) if p.id == *id => Ok(p),
             _ => Err(Error::PackMissing {
                 name: id.name.clone(),
                 sha256: id.hex(),
@@ -212,6 +226,9 @@ impl Options {
         }
     }
 }
+
+/// Finds a pack by its name and SHA-256 in hex (`Options::pack_lookup`).
+pub type PackLookup = Arc<dyn Fn(&str, &str) -> Result<Option<Arc<Pack>>> + Send + Sync>;
 
 /// Sizes of a finished run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

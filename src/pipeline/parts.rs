@@ -86,7 +86,7 @@ pub(crate) fn concat<R: Read + Seek>(parts: &mut [R], output: &mut impl Write) -
             .ok_or_else(|| bad(i, "not a part (no --shard)"))?;
         let trailer = Trailer::read_from_end(r)?;
         let end = r.seek(SeekFrom::End(0))?;
-        trailer.check_table(header_len, end - trailer.encoded_len())?;
+        trailer.check_table(header_len, end - trailer.encoded_len(), header.block_size)?;
         read.push(Read1 {
             header,
             part,

@@ -29,7 +29,11 @@ pub(crate) fn decompress_range(
     let (header, header_len, cm, base) = read_header(&mut input, opts)?;
     let trailer = Trailer::read_from_end(&mut input.inner)?;
     let archive_end = input.inner.seek(SeekFrom::End(0))?;
-    trailer.check_table(header_len, archive_end - trailer.encoded_len())?;
+    trailer.check_table(
+        header_len,
+        archive_end - trailer.encoded_len(),
+        header.block_size,
+    )?;
     input.count += trailer.encoded_len();
     if start > end || end > trailer.total_len {
         return Err(Error::InvalidOption(format!(

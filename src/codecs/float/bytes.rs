@@ -242,15 +242,28 @@ pub fn decode(
     let (t, ways, at) = read_table(payload)?;
     let (mut x, mut w) = Decoder::new(&payload[at..], ways)?.split();
     let kernel = kernels();
-    let first = out.len();
-    out.resize(first + raw_len, 0);
-    let (coded, tail) = out[first..].split_at_mut(raw_len - carried(raw_len, ways));
-    // Chunks are whole groups, so value `k` of the block is on state `k mod ways` in each.
-    for chunk in coded.chunks_mut(CHUNK) {
+    let coded = raw_len - carried(raw_len, ways);
+    // Chunks are whole groups, so value `k` of the block is on state `k mod ways` in each. The
+    // output grows a chunk at a time, and a stream that ends before the block does is refused
+    // at that chunk, not after the whole declared length.
+    let mut left = coded;
+    while left > 0 {
+        let at = out.len();
+        out.resize(at + CHUNK.min(left), 0);
+        let chunk = &mut out[at..];
         let done = kernel.byte_groups(&mut x, &mut w, &t, ways, chunk);
         decode_scalar(&mut x, &mut w, &t, ways, &mut chunk[done..]);
+        if w.pos > w.words.len() {
+            return Err(Error::Corrupt(
+                "byte-table stream ends before its block".into(),
+            ));
+        }
         seen(chunk);
+        left -= chunk.len();
     }
+    let at = out.len();
+    out.resize(at + raw_len - coded, 0);
+    let tail = &mut out[at..];
     // The last values, from the states the encoder started with; the stream must be spent.
     let rows = tail.len() / ways;
     for (w, &x) in x[..ways].iter().enumerate() {
@@ -574,5 +587,20 @@ mod tests {
             let r = decode(&q, data.len(), &mut out, &mut |_| {});
             assert!(r.is_err() || out != data);
         }
+    }
+
+    #[test]
+    fn a_short_stream_is_refused_before_its_declared_length() {
+        let mut x = 9u64;
+        let data: Vec<u8> = (0..70_000).map(|_| (xorshift(&mut x) % 7) as u8).collect();
+        let payload = encode(&data);
+        // The same payload for a block claiming 64 MiB: refused within the first chunks, and
+        // its output never grows to the length claimed.
+        let mut out = Vec::new();
+        let mut seen = 0;
+        let r = decode(&payload, 64 << 20, &mut out, &mut |p| seen += p.len());
+        assert!(r.is_err());
+        assert!(out.len() <= 4 * CHUNK, "grew to {}", out.len());
+        assert!(seen <= 4 * CHUNK);
     }
 }
