@@ -73,9 +73,15 @@ const NEURAL_LEVEL: u8 = 3;
 const FLAG_PACK: u8 = 4;
 /// Flag bit of `NEURAL_LEVEL`: the network's backbone is TRACE rather than PAC.
 const FLAG_TRACE: u8 = 8;
-/// Widest TRACE model an archive may ask for: each lane holds width^2 prefix sums, and a
-/// block may have up to 1024 lanes, so this bounds a hostile header's memory (128 MiB).
-pub const TRACE_WIDTH_MAX: u16 = 128;
+/// Most lanes an archive may ask for. The encoder writes 1; more lanes batch the network
+/// over them, and each lane holds the network's state, so the bound keeps a header's memory
+/// and work to what an encoder could ask.
+pub const LANES_MAX: u16 = 16;
+/// Widest network an archive may ask for (MLP hidden units, TRACE's width): the width every
+/// level that runs a network writes. A network's work per byte grows with its width squared,
+/// so this bounds the decoder's work per output byte to that of the costliest configuration
+/// an encoder writes (level 9 with TRACE).
+pub const HIDDEN_MAX: u16 = 32;
 
 impl CmConfig {
     /// The model of compression level `level` (clamped to `LEVELS`).
@@ -246,10 +252,9 @@ impl CmConfig {
             fast: flags & 2 != 0,
         };
         if c.max_lanes == 0
-            || c.max_lanes > 1024
+            || c.max_lanes > LANES_MAX
             || c.min_lane == 0
-            || c.net.hidden > 1024
-            || (c.net.backbone == Backbone::Trace && c.net.hidden > TRACE_WIDTH_MAX)
+            || c.net.hidden > HIDDEN_MAX
             || !LEVELS.contains(&level)
             || c.contexts == 0
             || c.contexts >> MAX_HASHED != 0
@@ -336,12 +341,26 @@ mod tests {
                 (c.clone(), None)
             );
         }
-        let mut wide = CmConfig::for_level(6, Backbone::Trace);
-        wide.params.net.hidden = TRACE_WIDTH_MAX + 1;
-        assert!(
-            CmConfig::from_bytes(&wide.to_bytes()).is_err(),
-            "a TRACE wider than its limit accepted"
-        );
+        // No configuration costlier than the costliest an encoder writes: every level's
+        // network is at most `HIDDEN_MAX` wide and runs on one lane; a wider network of either
+        // backbone, or more lanes than `LANES_MAX`, is refused.
+        for backbone in [Backbone::Pac, Backbone::Trace] {
+            for level in LEVELS {
+                let p = CmConfig::for_level(level, backbone).params;
+                assert!(p.net.hidden <= HIDDEN_MAX && p.max_lanes <= LANES_MAX);
+            }
+            let mut wide = CmConfig::for_level(9, backbone);
+            wide.params.net.hidden = HIDDEN_MAX + 1;
+            assert!(
+                CmConfig::from_bytes(&wide.to_bytes()).is_err(),
+                "a {backbone:?} wider than the widest an encoder writes accepted"
+            );
+            let mut lanes = CmConfig::for_level(9, backbone);
+            lanes.params.max_lanes = LANES_MAX;
+            assert!(CmConfig::from_bytes(&lanes.to_bytes()).is_ok());
+            lanes.params.max_lanes = LANES_MAX + 1;
+            assert!(CmConfig::from_bytes(&lanes.to_bytes()).is_err());
+        }
         let mut bad = CmConfig::for_level(1, Backbone::Pac).to_bytes();
         bad[2] |= FLAG_TRACE;
         assert!(
