@@ -10,6 +10,7 @@ mod corpora;
 mod deltas;
 mod fuzzed;
 mod golden;
+mod hostile;
 mod packs;
 mod signals;
 mod sources;

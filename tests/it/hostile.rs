@@ -1,0 +1,177 @@
+//! Hostile inputs, round two: files without an end where a file is needed, the packs directory
+//! of `SEP_PACKS`, names that would break a message, listings that check what they list, the
+//! messages of odd archives and pipes, and the mode of new files.
+
+use crate::common::{crafted, fails_cleanly, ok, sep, sep_env, word_text};
+use std::fs;
+use std::path::Path;
+
+/// A text file `f` in `d`, and its archive `f.sep` made with `args` besides.
+fn text_and_archive(d: &Path, args: &[&str]) -> Vec<u8> {
+    let data = word_text(5, 30_000);
+    fs::write(d.join("f"), &data).unwrap();
+    let mut a = vec!["compress", "-q", "-k", "-f"];
+    a.extend_from_slice(args);
+    a.push("f");
+    ok(&sep(d, &a));
+    data
+}
+
+#[test]
+fn bases_and_packs_must_be_regular_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    text_and_archive(d, &[]);
+    // Each would read /dev/zero until memory ran out.
+    for args in [
+        &["compress", "-q", "-f", "--patch-from", "/dev/zero", "f"][..],
+        &["compress", "-q", "-f", "--pack", "/dev/zero", "f"][..],
+        &[
+            "decompress",
+            "-q",
+            "--pack",
+            "/dev/zero",
+            "f.sep",
+            "-o",
+            "out",
+        ][..],
+        &[
+            "decompress",
+            "-q",
+            "--patch-from",
+            "/dev/zero",
+            "f.sep",
+            "-o",
+            "out",
+        ][..],
+    ] {
+        fails_cleanly(&sep(d, args), "/dev/zero: not a regular file");
+        assert!(!d.join("out").exists());
+    }
+}
+
+#[test]
+fn sep_packs_is_read_only_when_an_archive_needs_a_pack() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("train"), word_text(1, 40_000)).unwrap();
+    ok(&sep(
+        d,
+        &[
+            "pretrain",
+            "-q",
+            "--table-log",
+            "14",
+            "-o",
+            "w.pack",
+            "train",
+        ],
+    ));
+    // No pack needed: a missing directory or an empty value is never read.
+    let data = text_and_archive(d, &["--pack", "none"]);
+    for dir in ["", "/nonexistent/packs"] {
+        let r = sep_env(d, &["-dc", "f.sep"], b"", &[("SEP_PACKS", dir)]);
+        ok(&r);
+        assert!(r.stdout == data && r.stderr.is_empty(), "{}", r.stderr);
+    }
+    // A pack needed and the directory missing: the error names SEP_PACKS.
+    text_and_archive(d, &["--pack", "w.pack"]);
+    let r = sep_env(
+        d,
+        &["-dc", "f.sep"],
+        b"",
+        &[("SEP_PACKS", "/nonexistent/packs")],
+    );
+    fails_cleanly(
+        &r,
+        "SEP_PACKS=/nonexistent/packs: no such file or directory",
+    );
+    // A damaged pack beside the right one is skipped with a warning.
+    let packs = d.join("packs");
+    fs::create_dir(&packs).unwrap();
+    fs::copy(d.join("w.pack"), packs.join("w.pack")).unwrap();
+    fs::write(packs.join("broken.pack"), b"not a pack").unwrap();
+    let env = [("SEP_PACKS", packs.to_str().unwrap())];
+    let r = sep_env(d, &["-dc", "f.sep"], b"", &env);
+    ok(&r);
+    assert!(r.stdout == data);
+    assert!(
+        r.stderr.starts_with("sep: warning: SEP_PACKS: ") && r.stderr.contains("broken.pack"),
+        "{}",
+        r.stderr
+    );
+    // A damaged copy of the pack needed, named for it, is an error naming it.
+    fs::remove_file(packs.join("broken.pack")).unwrap();
+    fs::write(packs.join("w.pack"), b"not a pack either").unwrap();
+    fails_cleanly(&sep_env(d, &["-dc", "f.sep"], b"", &env), "w.pack");
+}
+
+#[test]
+fn names_in_messages_stay_on_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A missing file whose name holds a line end and an escape sequence.
+    let r = sep(d, &["-d", "a\nb\x1b[2Jc.sep"]);
+    fails_cleanly(&r, "a\\nb\\x1b[2Jc.sep");
+    assert!(!r.stderr.contains('\x1b'));
+}
+
+#[test]
+fn odd_archives_and_pipes_are_named_for_what_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A block claiming no bytes at all.
+    let empty = crafted(None, 16, &[(sep::Codec::Stored, 0, Vec::new())]);
+    fs::write(d.join("z.sep"), &empty).unwrap();
+    fails_cleanly(&sep(d, &["-dc", "z.sep"]), "a block of length 0");
+    // A stored block of 180 bytes with a 22-byte payload, in the trailer's table as in its
+    // record: `info` and `-l` refuse it as decoding does.
+    let lying = crafted(None, 1 << 10, &[(sep::Codec::Stored, 180, vec![7; 22])]);
+    fs::write(d.join("l.sep"), &lying).unwrap();
+    fails_cleanly(&sep(d, &["-dc", "l.sep"]), "stored block of 180 bytes");
+    fails_cleanly(&sep(d, &["info", "l.sep"]), "stored block of 180 bytes");
+    fails_cleanly(&sep(d, &["-l", "l.sep"]), "stored block of 180 bytes");
+    // `--range` on a pipe: it needs a file, and says so.
+    let made = std::process::Command::new("mkfifo")
+        .arg(d.join("pipe"))
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made {
+        eprintln!("skipped: no mkfifo");
+        return;
+    }
+    // A writer, or opening the pipe would wait for one.
+    let pipe = d.join("pipe");
+    let writer = std::thread::spawn(move || fs::write(pipe, b"not an archive"));
+    let r = sep(d, &["-d", "--range", "0:1", "-c", "pipe"]);
+    let _ = writer.join();
+    fails_cleanly(&r, "--range reads an archive file, not a stream");
+    assert!(!r.stderr.contains("changed"), "{}", r.stderr);
+}
+
+#[test]
+fn new_files_take_the_mode_the_umask_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    text_and_archive(d, &[]);
+    let sh = |script: &str| {
+        let sep = env!("CARGO_BIN_EXE_sep");
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(script.replace("SEP", sep))
+            .current_dir(d)
+            .status()
+            .unwrap();
+        assert!(status.success(), "{script}");
+    };
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |name: &str| fs::metadata(d.join(name)).unwrap().permissions().mode() & 0o777;
+    ok(&sep(d, &["-q", "-k", "--shard", "0/1", "f"]));
+    sh("umask 022; SEP -q < f -o from-stdin.sep");
+    assert_eq!(mode("from-stdin.sep"), 0o644);
+    sh("umask 077; SEP -q < f -o private.sep; SEP concat f.0-of-1.sep -o joined.sep");
+    assert_eq!(mode("private.sep"), 0o600);
+    assert_eq!(mode("joined.sep"), 0o600);
+    sh("umask 002; SEP concat f.0-of-1.sep -o group.sep");
+    assert_eq!(mode("group.sep"), 0o664);
+}
