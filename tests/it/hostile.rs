@@ -175,3 +175,57 @@ fn new_files_take_the_mode_the_umask_gives() {
     sh("umask 002; SEP concat f.0-of-1.sep -o group.sep");
     assert_eq!(mode("group.sep"), 0o664);
 }
+
+/// Writes the crafted archives of the hostile findings to `fuzz/regressions/archive-bytes/`
+/// (run once by hand: `SEP_WRITE_REGRESSIONS=1 cargo test --release --test it write_regressions
+/// -- --ignored`), where the fuzz replay keeps them.
+#[test]
+#[ignore = "writes fuzz/regressions; run by hand"]
+fn write_regressions() {
+    if std::env::var_os("SEP_WRITE_REGRESSIONS").is_none() {
+        return;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions/archive-bytes");
+    let zstd = |b: &[u8]| zstd::bulk::compress(b, 3).unwrap();
+    let key = b"\"data_offsets\":[";
+    // Offset pairs with no object: quadratic once.
+    let pairs: Vec<u8> = (0..4096)
+        .flat_map(|_| key.iter().chain(b",]"))
+        .copied()
+        .collect();
+    let a = crafted(
+        None,
+        1 << 20,
+        &[(sep::Codec::TensorHeader, 4096 * 20, zstd(&pairs))],
+    );
+    fs::write(dir.join("tensor-header-no-object"), a).unwrap();
+    // Pairs restoring to 40 bytes each past the block's length.
+    let mut grow = b"{".to_vec();
+    for _ in 0..2000 {
+        grow.extend_from_slice(key);
+        grow.extend_from_slice(format!("{},]{{", u64::MAX / 4).as_bytes());
+    }
+    let a = crafted(
+        None,
+        1 << 20,
+        &[(sep::Codec::TensorHeader, 4096, zstd(&grow))],
+    );
+    fs::write(dir.join("tensor-header-grows"), a).unwrap();
+    // A network 1024 wide, which no encoder writes.
+    let mut wide = sep::internals::codecs::cm::CmConfig::for_level(9, sep::Backbone::Pac);
+    wide.params.net.hidden = 1024;
+    let a = crafted(
+        Some(wide.to_bytes()),
+        1 << 16,
+        &[(sep::Codec::Cm, 1 << 14, vec![0; 1 << 8])],
+    );
+    fs::write(dir.join("cm-wide-network"), a).unwrap();
+    // A byte-table block whose stream ends long before the 4 MiB it claims.
+    let mut x = 3u64;
+    let values: Vec<u8> = (0..4096)
+        .map(|_| (crate::common::xorshift(&mut x) % 5) as u8)
+        .collect();
+    let payload = sep::internals::codecs::float::bytes::encode(&values);
+    let a = crafted(None, 4 << 20, &[(sep::Codec::ByteTable, 4 << 20, payload)]);
+    fs::write(dir.join("byte-table-short"), a).unwrap();
+}
