@@ -229,3 +229,45 @@ fn write_regressions() {
     let a = crafted(None, 4 << 20, &[(sep::Codec::ByteTable, 4 << 20, payload)]);
     fs::write(dir.join("byte-table-short"), a).unwrap();
 }
+
+/// Writes crafted tensor-header archives of 128 KiB, 512 KiB and 1 MiB blocks into the folder
+/// `SEP_HOSTILE_DIR` names, for timing their decode against block size (by hand:
+/// `SEP_HOSTILE_DIR=DIR cargo test --release --test it write_scaling -- --ignored`):
+/// `bare-N` with no object around its offset pairs, `objects-N` with one `{` a pair.
+#[test]
+#[ignore = "writes timing inputs; run by hand"]
+fn write_scaling() {
+    let Some(dir) = std::env::var_os("SEP_HOSTILE_DIR") else {
+        return;
+    };
+    let dir = Path::new(&dir);
+    let key = b"\"data_offsets\":[";
+    for kib in [128usize, 512, 1024] {
+        for (name, pair) in [("bare", &b",]"[..]), ("objects", &b",]{"[..])] {
+            let n = (kib << 10) / (key.len() + pair.len());
+            let mut text = b"{".to_vec();
+            text.extend((0..n).flat_map(|_| key.iter().chain(pair)));
+            // Restored, each pair's empty numbers become `0,0`.
+            let raw = 1 + n * (key.len() + pair.len() + 2);
+            let payload = zstd::bulk::compress(&text, 3).unwrap();
+            let a = crafted(
+                None,
+                4 << 20,
+                &[(sep::Codec::TensorHeader, raw as u64, payload)],
+            );
+            fs::write(dir.join(format!("{name}-{kib}")), a).unwrap();
+        }
+    }
+    // Pairs restoring to 40 bytes each from 19 claimed as a block of the text's length: the
+    // output is refused as it passes the block, not after.
+    for kib in [1024usize, 8 << 10, 32 << 10] {
+        let pair = format!("{},]{{", u64::MAX / 4);
+        let n = (kib << 10) / (key.len() + pair.len());
+        let mut text = b"{".to_vec();
+        text.extend((0..n).flat_map(|_| key.iter().chain(pair.as_bytes())));
+        let payload = zstd::bulk::compress(&text, 19).unwrap();
+        let raw = text.len() as u64;
+        let a = crafted(None, 32 << 20, &[(sep::Codec::TensorHeader, raw, payload)]);
+        fs::write(dir.join(format!("grow-{kib}")), a).unwrap();
+    }
+}
