@@ -52,3 +52,15 @@ pub trait BlockCodec: Sync {
         false
     }
 }
+
+/// Puts `payload`, where there is one, in `out`: what `encode_into` returns for an encoder that
+/// makes a new vector.
+pub fn set_payload(out: &mut Vec<u8>, payload: Option<Vec<u8>>) -> bool {
+    match payload {
+        Some(p) => {
+            *out = p;
+            true
+        }
+        None => false,
+    }
+}

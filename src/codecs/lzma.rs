@@ -8,7 +8,7 @@
 //! smallest power of two at least the block's length, from 4 KiB to `MAX_DICT`; the literal
 //! and position settings are in the stream.
 
-use super::block_codec::{BlockCodec, Seen};
+use super::block_codec::{set_payload, BlockCodec, Seen};
 use crate::error::{Error, Result};
 use crate::format::Codec;
 use liblzma::stream::{Action, Filters, LzmaOptions, Status, Stream, PRESET_EXTREME};
@@ -116,13 +116,7 @@ impl BlockCodec for Lzma {
     }
 
     fn encode_into(&self, data: &[u8], out: &mut Vec<u8>) -> bool {
-        match encode(data, self.literals, self.effort) {
-            Some(p) => {
-                *out = p;
-                true
-            }
-            None => false,
-        }
+        set_payload(out, encode(data, self.literals, self.effort))
     }
 
     fn decode(

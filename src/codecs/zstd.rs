@@ -2,7 +2,7 @@
 //! context per thread: a fresh context allocates its tables anew, and their first touch (page
 //! faults) cost more than compressing a 64 KiB sample, once per block.
 
-use super::block_codec::{BlockCodec, Seen};
+use super::block_codec::{set_payload, BlockCodec, Seen};
 use crate::error::{Error, Result};
 use crate::format::Codec;
 use std::cell::RefCell;
@@ -82,13 +82,7 @@ impl BlockCodec for Zstd {
     }
 
     fn encode_into(&self, data: &[u8], out: &mut Vec<u8>) -> bool {
-        match compress(data, self.level) {
-            Some(z) => {
-                *out = z;
-                true
-            }
-            None => false,
-        }
+        set_payload(out, compress(data, self.level))
     }
 
     fn decode(

@@ -20,7 +20,7 @@ use super::adaptive::{put_prefixed, put_values_and_tail, Context, PayloadReader,
 use super::ibp::{bit_length, BitReader, BitWriter};
 use super::planes::read;
 use super::DType;
-use crate::codecs::block_codec::{BlockCodec, Seen};
+use crate::codecs::block_codec::{set_payload, BlockCodec, Seen};
 use crate::entropy::rans;
 use crate::error::{Error, Result};
 use crate::format::Codec;
@@ -616,13 +616,7 @@ impl BlockCodec for Copies {
     }
 
     fn encode_into(&self, data: &[u8], out: &mut Vec<u8>) -> bool {
-        match encode_chosen(data, self.dtype) {
-            Some(p) => {
-                *out = p;
-                true
-            }
-            None => false,
-        }
+        set_payload(out, encode_chosen(data, self.dtype))
     }
 
     fn decode(

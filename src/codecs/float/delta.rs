@@ -15,7 +15,7 @@
 //! the length R of the range-coded stream (8 bytes LE), the stream (`entropy::range`, R bytes),
 //! then the raw bits, packed from each byte's lowest bit up.
 
-use crate::codecs::block_codec::{BlockCodec, Seen};
+use crate::codecs::block_codec::{set_payload, BlockCodec, Seen};
 use crate::entropy::{BitDecoder, BitEncoder};
 use crate::error::{Error, Result};
 use crate::format::Codec;
@@ -358,13 +358,10 @@ impl BlockCodec for Delta<'_> {
         let values = usize::try_from(self.at)
             .ok()
             .and_then(|at| self.base.get(at..at.checked_add(data.len())?));
-        match values.and_then(|v| encode(data, v, self.at, self.width)) {
-            Some(p) => {
-                *out = p;
-                true
-            }
-            None => false,
-        }
+        set_payload(
+            out,
+            values.and_then(|v| encode(data, v, self.at, self.width)),
+        )
     }
 
     fn decode(

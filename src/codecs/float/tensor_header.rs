@@ -3,7 +3,7 @@
 //! difference from what its dtype and shape give, both left empty when zero (they nearly always
 //! are), then zstd-coded. The rewrite is kept only where it reverses to the exact bytes.
 
-use crate::codecs::block_codec::{BlockCodec, Seen};
+use crate::codecs::block_codec::{set_payload, BlockCodec, Seen};
 use crate::error::{Error, Result};
 use crate::format::Codec;
 
@@ -203,13 +203,7 @@ impl BlockCodec for TensorHeader {
     }
 
     fn encode_into(&self, data: &[u8], out: &mut Vec<u8>) -> bool {
-        match encode(data) {
-            Some(p) => {
-                *out = p;
-                true
-            }
-            None => false,
-        }
+        set_payload(out, encode(data))
     }
 
     fn decode(

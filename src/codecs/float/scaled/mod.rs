@@ -18,7 +18,7 @@ use super::adaptive::{
 };
 use super::rounding::Form;
 use super::DType;
-use crate::codecs::block_codec::{BlockCodec, Seen};
+use crate::codecs::block_codec::{set_payload, BlockCodec, Seen};
 use crate::entropy::rans;
 use crate::error::{Error, Result};
 use crate::format::Codec;
@@ -829,13 +829,7 @@ impl BlockCodec for Scaled {
     }
 
     fn encode_into(&self, data: &[u8], out: &mut Vec<u8>) -> bool {
-        match encode_chosen(data, self.dtype) {
-            Some(p) => {
-                *out = p;
-                true
-            }
-            None => false,
-        }
+        set_payload(out, encode_chosen(data, self.dtype))
     }
 
     fn decode(
