@@ -120,9 +120,7 @@ def main():
             if not (p.startswith(("crate", "super", "self")) or m + (p.split("::")[0],) in files):
                 continue
             target = resolve(absolute(m, p))
-            if target is not None and target != m and target[:len(m)] != m:
-                edges.add((m, target))
-            elif target is not None and target != m:
+            if target is not None and target != m:
                 edges.add((m, target))
     # Cycles: strongly connected components of more than one file.
     graph = {m: sorted(t for s, t in edges if s == m) for m in files}
@@ -155,6 +153,10 @@ def main():
         for s, t in sorted(edges):
             if s in comp and t in comp:
                 print(f"    {name(s)} -> {name(t)}")
+    unknown = sorted({m[0] for m in files if m and m[0] not in LAYERS})
+    if unknown:
+        print("modules in no layer (add them to LAYERS):", ", ".join(unknown))
+        sys.exit(1)
     layer = lambda m: LAYERS.index(m[0]) if m else LAYERS.index("lib")
     for s, t in sorted(edges):
         if layer(t) < layer(s):

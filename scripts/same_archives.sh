@@ -16,7 +16,7 @@ differ=0
 for f in "$@"; do
   "$old" -c -"$level" -T1 "$f" > "$tmp/old" &
   "$new" -c -"$level" -T1 "$f" > "$tmp/new"
-  wait
+  wait $!
   if cmp -s "$tmp/old" "$tmp/new"; then
     echo "same    $(stat -c %s "$tmp/new") $f"
   else

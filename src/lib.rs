@@ -181,9 +181,9 @@ pub struct PackSpec {
 /// file's bytes.
 pub fn pretrain(data: &[u8], spec: &PackSpec, progress: &(dyn Fn(u64) + Sync)) -> Result<Vec<u8>> {
     use codecs::cm::{pack, Geometry};
-    if spec.name.is_empty() || spec.name.len() > pack::NAME_MAX {
+    if !pack::name_valid(&spec.name) {
         return Err(Error::InvalidOption(format!(
-            "a pack's name must be 1..={} bytes",
+            "a pack's name must be 1..={} bytes, no control character",
             pack::NAME_MAX
         )));
     }

@@ -210,7 +210,9 @@ impl CmConfig {
                             return Err(Error::Corrupt("bad pack name in the header".into()));
                         }
                         let name = std::str::from_utf8(name)
-                            .map_err(|_| Error::Corrupt("bad pack name in the header".into()))?;
+                            .ok()
+                            .filter(|n| super::pack::name_valid(n))
+                            .ok_or_else(|| Error::Corrupt("bad pack name in the header".into()))?;
                         pack = Some(PackId {
                             name: name.to_string(),
                             sha256: hash.try_into().unwrap_or([0; 32]),
@@ -379,5 +381,23 @@ mod tests {
             "context past the catalogue"
         );
         assert!(CmConfig::from_bytes(&c.to_bytes()[..5]).is_err());
+    }
+
+    #[test]
+    fn a_pack_name_with_a_control_character_is_refused() {
+        // The header of a level-9 model naming a pack: its hash, the name's length, the name.
+        let mut b = CmConfig::for_level(9, Backbone::Pac).to_bytes();
+        b[2] |= FLAG_PACK;
+        b.extend_from_slice(&[7; 32]);
+        for (name, ok) in [
+            (&b"text"[..], true),
+            (b"te\x1b[2Jxt", false),
+            (b"a\nb", false),
+        ] {
+            let mut h = b.clone();
+            h.push(name.len() as u8);
+            h.extend_from_slice(name);
+            assert_eq!(CmConfig::from_bytes(&h).is_ok(), ok, "{name:?}");
+        }
     }
 }

@@ -71,6 +71,12 @@ pub struct PackId {
 /// Longest pack name.
 pub const NAME_MAX: usize = 64;
 
+/// Whether `name` may name a pack: 1 to `NAME_MAX` bytes, no control character (a name is
+/// printed in messages and listings, and an archive's could otherwise reach a terminal).
+pub fn name_valid(name: &str) -> bool {
+    !name.is_empty() && name.len() <= NAME_MAX && !name.chars().any(char::is_control)
+}
+
 impl PackId {
     /// The hash in lowercase hex.
     pub fn hex(&self) -> String {
@@ -319,8 +325,10 @@ impl Pack {
             )));
         }
         let name = get("name")?;
-        if name.is_empty() || name.len() > NAME_MAX {
-            return Err(bad(format!("name must be 1..={NAME_MAX} bytes")));
+        if !name_valid(&name) {
+            return Err(bad(format!(
+                "name must be 1..={NAME_MAX} bytes, no control character"
+            )));
         }
         let config = unhex(&get("config")?).ok_or_else(|| bad("bad config".into()))?;
         let num = |k: &str, range: std::ops::RangeInclusive<u32>| -> Result<u32> {
