@@ -50,11 +50,10 @@ pub fn code_block(data: &[u8], place: Place, setup: &Setup, spare: Vec<u8>) -> (
     let mut best = Best::stored(data);
     // Against the same tensor of the base; where that takes under `DELTA_SURE` of the block,
     // nothing else is tried.
-    if let (Some(base), Kind::Tensor(dtype)) = (place.base, place.kind) {
-        let (at, base) = base;
+    if let (Some((at, base)), Kind::Tensor(dtype)) = (place.base, place.kind) {
         let width = dtype.width();
         best.try_codec(&Delta { base, at, width });
-        if best.codec == Codec::Delta && (best.len() as f64) < DELTA_SURE * data.len() as f64 {
+        if (best.len() as f64) < DELTA_SURE * data.len() as f64 {
             (setup.progress)(data.len() as u64);
             return (best.codec, best.payload);
         }

@@ -100,23 +100,13 @@ fn options(flags: &Flags, bar: &Option<ProgressBar>) -> Result<Options, Failure>
 /// Opens (maps) the base file of `--patch-from`, which must be a regular file (a device or a
 /// pipe could have no end), and hashes it.
 fn load_base(path: &Path) -> Result<sep::Base, Failure> {
-    let meta = std::fs::metadata(path).map_err(|e| with_path(path, e.into()))?;
-    if !meta.is_file() {
-        return Err(Failure(format!(
-            "{}: not a regular file (--patch-from needs one)",
-            files::shown(path)
-        )));
-    }
     let bytes: Arc<dyn AsRef<[u8]> + Send + Sync> = match files::Input::open(&Some(path.into()))? {
         (files::Input::Mapped(map), _, _) => Arc::new(map),
         (files::Input::Empty, _, _) => Arc::new(Vec::new()),
-        (mut input, _, name) => {
-            let mut all = Vec::new();
-            input
-                .reader()
-                .read_to_end(&mut all)
-                .map_err(|e| Failure(format!("{name}: {e}")))?;
-            Arc::new(all)
+        (files::Input::Stream(_), _, name) => {
+            return Err(Failure(format!(
+                "{name}: not a regular file (--patch-from needs one)"
+            )))
         }
     };
     Ok(sep::Base::new(bytes))

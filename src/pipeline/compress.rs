@@ -98,11 +98,10 @@ pub(super) fn compress_blocks<'a>(
                     &unpacked
                 }
             };
-            // Where the block's values start in the base, if it lies in a matched tensor whose
-            // values the base holds.
+            // Where the block's values start in the base, if it lies in a matched tensor (the
+            // delta codec declines a block whose values run past the base's end).
             let against = base.and_then(|b| {
                 let from = find(&deltas, block_at, data.len() as u64)?;
-                b.bytes().get(from as usize..from as usize + data.len())?;
                 Some((from, b.bytes()))
             });
             let place = Place {

@@ -52,12 +52,6 @@ pub struct Swapped<'a> {
     pub width: usize,
 }
 
-/// The swapped codec as the decoder finds it: its inner codec is named by the payload.
-pub static SWAPPED: Swapped<'static> = Swapped {
-    inner: &Planes { dtype: DType::F32 },
-    width: 4,
-};
-
 impl BlockCodec for Swapped<'_> {
     fn codec(&self) -> Codec {
         Codec::Swapped
@@ -129,19 +123,19 @@ mod tests {
         assert_eq!(payload[..2], [Codec::Planes.tag(), 4]);
         assert_eq!(payload[2..], planes.encode(&le).expect("planes")[..]);
         let mut out = vec![7];
-        SWAPPED
+        codec
             .decode(&payload, be.len(), &mut out, &mut |_| {})
             .expect("decodes");
         assert!(out[0] == 7 && out[1..] == be[..]);
         // Not a float codec inside, and a width that is not a value's: refused.
         let mut bad = payload.clone();
         bad[0] = Codec::Zstd.tag();
-        assert!(SWAPPED
+        assert!(codec
             .decode(&bad, be.len(), &mut Vec::new(), &mut |_| {})
             .is_err());
         bad = payload.clone();
         bad[1] = 3;
-        assert!(SWAPPED
+        assert!(codec
             .decode(&bad, be.len(), &mut Vec::new(), &mut |_| {})
             .is_err());
     }
