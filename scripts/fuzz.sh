@@ -31,7 +31,7 @@ for t in "${targets[@]}"; do
     cargo +nightly fuzz run "$t" "fuzz/regressions/$t"/* -- -runs=0 || status=1
   fi
   if ! cargo +nightly fuzz run "$t" "$corpus" "$seeds/$t" -- \
-      -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=131072 -print_final_stats=1; then
+      -max_total_time="$secs" -timeout=10 -rss_limit_mb=768 -max_len=131072 -print_final_stats=1; then
     status=1
   fi
   for f in fuzz/artifacts/"$t"/*; do

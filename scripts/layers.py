@@ -10,7 +10,7 @@ A file's `mod` declarations are not imports. Prints the layers' edges when all i
 import os, re, sys
 
 LAYERS = ["cli", "lib", "pipeline", "choice", "containers", "codecs", "entropy", "engine",
-          "simd", "format", "error", "testing"]
+          "simd", "memory", "format", "error", "testing"]
 
 def modules(src):
     """Maps each module path (tuple) to its file."""

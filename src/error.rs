@@ -54,6 +54,19 @@ pub enum Error {
         /// The limit in force (`Options::memory`).
         limit: u64,
     },
+    /// Decoding would need more memory at once than the limit allows.
+    #[error(
+        "decoding needs {} at once, over the memory limit of {}",
+        mib(*needed),
+        mib(*limit)
+    )]
+    MemoryNeed {
+        /// Bytes needed at once: the pack's and one block's (its payload, its bytes and its
+        /// codec's tables).
+        needed: u64,
+        /// The limit in force (`Options::memory`).
+        limit: u64,
+    },
     /// A pack file is not a valid pack, or does not fit the model it is used with.
     #[error("bad pack: {0}")]
     BadPack(String),
@@ -96,5 +109,13 @@ impl Error {
         } else {
             Error::Io(e)
         }
+    }
+}
+
+/// Bytes as MiB with one decimal (whole bytes under 1 MiB), for messages.
+fn mib(bytes: u64) -> String {
+    match bytes < 1 << 20 {
+        true => format!("{bytes} bytes"),
+        false => format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64),
     }
 }

@@ -29,6 +29,7 @@ mod engine;
 mod entropy;
 mod error;
 mod format;
+mod memory;
 mod pipeline;
 mod simd;
 #[cfg(test)]
@@ -347,6 +348,9 @@ pub mod internals {
     pub mod pipeline {
         pub use crate::pipeline::*;
     }
+    pub mod memory {
+        pub use crate::memory::*;
+    }
     pub mod simd {
         pub use crate::simd::*;
     }
@@ -356,10 +360,12 @@ pub mod internals {
     /// input as an archive), `pack` (the input as a pack file), or `codec-NAME` (one codec's
     /// payload decoder on the input's bytes after the first four, which give the block's length: a
     /// `u32`, modulo 4 MiB). Every input must end in `Ok` or an error, never a panic, a hang or
-    /// unbounded memory.
+    /// unbounded memory: archives decode within a memory limit of 256 MiB, which the fuzzing's
+    /// RSS limit (scripts/fuzz.sh) holds them to, with room for the built-in pack's image.
     pub fn fuzz(target: &str, data: &[u8]) {
         let opts = crate::Options {
             threads: 1,
+            memory: 256 << 20,
             ..Default::default()
         };
         match target {

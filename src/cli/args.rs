@@ -178,7 +178,7 @@ pub struct Flags {
     /// Most bytes per independent block when compressing (suffixes K, M, G).
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub block_size: Option<u64>,
-    /// Refuse archives whose blocks may be larger than this (default 256M).
+    /// Most memory decoding may take; an archive that needs more is refused (default 1G).
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub memory: Option<u64>,
     /// Compress only part I (from 0) of N of FILE, for `sep concat` to join.

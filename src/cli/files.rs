@@ -50,7 +50,7 @@ pub fn io_message(e: &io::Error) -> String {
 pub fn with_path(path: &Path, e: Error) -> Failure {
     match e {
         Error::Io(io) => Failure(format!("{}: {}", shown(path), io_message(&io))),
-        e @ Error::MemoryLimit { .. } => {
+        e @ (Error::MemoryLimit { .. } | Error::MemoryNeed { .. }) => {
             Failure(format!("{}: {e} (--memory raises it)", shown(path)))
         }
         other => Failure(format!("{}: {other}", shown(path))),

@@ -38,8 +38,13 @@ pub fn summary(name: &str, stats: &Stats, started: Instant, compressing: bool) {
         false => (stats.archive_bytes, stats.original_bytes),
     };
     let rate = (stats.original_bytes as f64 / secs) as u64;
+    // Decoding: the memory it held at once, which `--memory` must allow.
+    let held = match compressing {
+        true => String::new(),
+        false => format!(", {} held", BinaryBytes(stats.memory_peak)),
+    };
     eprintln!(
-        "sep: {name}: {} -> {} (ratio {ratio:.3}) in {secs:.2} s, {}/s",
+        "sep: {name}: {} -> {} (ratio {ratio:.3}) in {secs:.2} s, {}/s{held}",
         BinaryBytes(from),
         BinaryBytes(to),
         BinaryBytes(rate)

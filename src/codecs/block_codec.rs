@@ -46,6 +46,14 @@ pub trait BlockCodec: Sync {
         seen: &mut dyn FnMut(&[u8]),
     ) -> Result<Seen>;
 
+    /// The most bytes decoding `payload`, a block of `raw_len` bytes, allocates besides the
+    /// payload and the block itself (counted against `Options::memory` before decoding): by
+    /// default scratch as long as the block.
+    fn decode_memory(&self, payload: &[u8], raw_len: usize) -> u64 {
+        let _ = payload;
+        raw_len as u64
+    }
+
     /// Whether the decoder reports its own progress (as it goes) rather than the caller once
     /// the block is done.
     fn reports_progress(&self) -> bool {

@@ -279,6 +279,17 @@ impl BlockCodec for Field<'_> {
         cm_fits(data.len() as u64, out.len() as u64)
     }
 
+    fn decode_memory(&self, payload: &[u8], raw_len: usize) -> u64 {
+        // The residuals, and the context-mixing model that decodes them.
+        let Ok((_, lean, inner)) = parse(payload) else {
+            return 0;
+        };
+        let leaned = lean.then(|| self.config.leaned());
+        let config = leaned.as_ref().unwrap_or(self.config);
+        let tables = super::cm::need(inner, raw_len, config.params, config.pack.as_deref());
+        raw_len as u64 + tables
+    }
+
     fn decode(
         &self,
         payload: &[u8],

@@ -119,6 +119,11 @@ impl BlockCodec for Lzma {
         set_payload(out, encode(data, self.literals, self.effort))
     }
 
+    fn decode_memory(&self, _: &[u8], raw_len: usize) -> u64 {
+        // liblzma's dictionary buffer, and its decoder's state beside it.
+        (raw_len.clamp(MIN_DICT, MAX_DICT).next_power_of_two() + (1 << 20)) as u64
+    }
+
     fn decode(
         &self,
         payload: &[u8],

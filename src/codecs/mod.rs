@@ -86,6 +86,18 @@ impl Decoder<'_> {
         })
     }
 
+    /// The most bytes decoding `payload`, a block of `raw_len` bytes that `codec` made,
+    /// allocates besides the payload: its bytes (none for a stored block, whose bytes are its
+    /// payload's) and its codec's tables (`BlockCodec::decode_memory`).
+    pub fn memory(&self, codec: Codec, payload: &[u8], raw_len: u64) -> u64 {
+        let raw = usize::try_from(raw_len).unwrap_or(usize::MAX);
+        let tables = self
+            .by_tag(codec)
+            .map_or(0, |d| d.decode_memory(payload, raw));
+        let out = if codec == Codec::Stored { 0 } else { raw_len };
+        out.saturating_add(tables)
+    }
+
     /// Decodes `payload`, a block that `codec` made of `raw_len` bytes whose xxh3-64 the
     /// archive records as `raw_hash` (and the payload's as `payload_hash`), appending exactly
     /// those bytes to `out`; on an error `out` may hold part of them.

@@ -30,6 +30,10 @@ impl BlockCodec for Stored {
         true
     }
 
+    fn decode_memory(&self, _: &[u8], _: usize) -> u64 {
+        0
+    }
+
     fn decode(
         &self,
         payload: &[u8],

@@ -85,6 +85,11 @@ impl BlockCodec for Zstd {
         set_payload(out, compress(data, self.level))
     }
 
+    fn decode_memory(&self, _: &[u8], _: usize) -> u64 {
+        // The decoding context: a block is decoded whole into its buffer, with no window.
+        1 << 20
+    }
+
     fn decode(
         &self,
         payload: &[u8],

@@ -2,8 +2,19 @@
 //! every block: fresh memory costs a page fault every 4 KiB, which took a fifth of a core
 //! decoding at 1 GB/s.
 
+use crate::memory::Budget;
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// A counted buffer is reused for a length down to this fraction less than its room (a
+/// block's reservation allows for it, `slack`).
+const SLACK: usize = 8;
+
+/// The room counted buffers of `len` bytes may have beyond it.
+pub(crate) fn slack(len: u64) -> u64 {
+    len / SLACK as u64
+}
 
 /// A pool of byte buffers; any stage may take one and give it back.
 pub(crate) struct Buffers {
@@ -11,32 +22,60 @@ pub(crate) struct Buffers {
     ready: Receiver<Vec<u8>>,
     /// The largest length asked for so far: new buffers get this much room.
     largest: AtomicUsize,
+    /// Where given-back buffers are counted (decoding), which may free them to make room.
+    budget: Option<Arc<Budget>>,
 }
 
 impl Buffers {
     /// An empty pool.
     pub fn new() -> Self {
-        Self::with_room(0)
-    }
-
-    /// An empty pool whose new buffers get room for at least `room` bytes (the largest block
-    /// expected, so that one buffer serves every block instead of one per larger block).
-    pub fn with_room(room: usize) -> Self {
         let (back, ready) = unbounded();
         Buffers {
             back,
             ready,
-            largest: AtomicUsize::new(room),
+            largest: AtomicUsize::new(0),
+            budget: None,
         }
     }
 
+    /// An empty pool whose given-back buffers count against `budget`.
+    pub fn within(budget: Arc<Budget>) -> Self {
+        Buffers {
+            budget: Some(budget),
+            ..Self::new()
+        }
+    }
+
+    /// Stops counting `b` as kept (taken, or dropped).
+    fn unkeep(&self, capacity: usize) {
+        if let Some(budget) = &self.budget {
+            budget.forget_kept(capacity as u64);
+        }
+    }
+
+    /// Frees the given-back buffers; returns the bytes they held.
+    pub fn free_kept(&self) -> u64 {
+        let mut bytes = 0;
+        for b in self.ready.try_iter() {
+            bytes += b.capacity() as u64;
+        }
+        bytes
+    }
+
     /// A given-back buffer with room for `len` bytes (those too small are dropped), or else the
-    /// room a new one gets: the largest length asked for so far.
+    /// room a new one gets: the largest length asked for so far (counted buffers: `len`).
     fn find(&self, len: usize) -> Result<Vec<u8>, usize> {
-        let room = self.largest.fetch_max(len, Ordering::Relaxed).max(len);
+        // Counted buffers are as long as asked: a block's reservation covers its length.
+        let room = match self.budget {
+            Some(_) => len,
+            None => self.largest.fetch_max(len, Ordering::Relaxed).max(len),
+        };
         self.ready
             .try_iter()
-            .find(|b| b.capacity() >= len)
+            .find(|b| {
+                self.unkeep(b.capacity());
+                b.capacity() >= len && (self.budget.is_none() || b.capacity() <= len + len / SLACK)
+            })
             .ok_or(room)
     }
 
@@ -65,6 +104,9 @@ impl Buffers {
 
     /// Gives a buffer back for later blocks.
     pub fn give(&self, b: Vec<u8>) {
+        if let Some(budget) = &self.budget {
+            budget.keep(b.capacity() as u64);
+        }
         // Cannot fail: the receiver lives in `self`.
         let _ = self.back.send(b);
     }

@@ -6,7 +6,7 @@ use super::counting::{noop, Counting};
 use super::options::{Options, Stats};
 use super::plan::{Known, Plan};
 use super::source::{Bytes, Source};
-use super::workers::{run_ordered, INLINE_MAX};
+use super::workers::{run_ordered, Pull, INLINE_MAX};
 use crate::choice::base::find;
 use crate::choice::{code_block, Place, Setup};
 use crate::codecs::cm::{CmConfig, CpuBackend};
@@ -78,14 +78,14 @@ pub(super) fn compress_blocks<'a>(
         opts.threads,
         || loop {
             let Some(block) = plan.next_block(input, &blocks)? else {
-                return Ok(None);
+                return Ok(Pull::End);
             };
             let block_at = at;
             (index, at) = (index + 1, at + block.0.len() as u64);
             match index - 1 {
-                i if i >= end => return Ok(None),
+                i if i >= end => return Ok(Pull::End),
                 i if i < first => continue,
-                i => return Ok(Some((block, (i, block_at)))),
+                i => return Ok(Pull::Job((block, (i, block_at)))),
             }
         },
         |((data, kind, raw_hash), (index, block_at)): ((Bytes<'a>, Kind, u64), (u64, u64))| {
@@ -174,5 +174,6 @@ pub(super) fn compress_blocks<'a>(
         original_bytes: total,
         archive_bytes: out.count,
         blocks: trailer.table.len() as u64,
+        memory_peak: 0,
     })
 }

@@ -1,12 +1,11 @@
 //! Decompressing: the header checked, each block read, checked and decoded on the workers, the
 //! output written in order, the trailer checked.
 
-use super::buffers::Buffers;
+use super::buffers::{slack, Buffers};
 use super::counting::noop;
 use super::options::{Options, Stats};
-use super::plan::ROOM_MAX;
 use super::source::{read_full, Bytes, Source};
-use super::workers::{run_ordered, INLINE_MAX};
+use super::workers::{run_ordered, Pull, INLINE_MAX};
 use crate::codecs::cm::{CmConfig, CpuBackend};
 use crate::codecs::{self, Decoder, ProgressFn};
 use crate::engine::ENGINE_VERSION;
@@ -14,7 +13,22 @@ use crate::error::{Error, Result};
 use crate::format::{
     pack_allowed, BlockRecord, Codec, DataHash, Header, Next, TableEntry, Trailer,
 };
+use crate::memory::{Budget, Reservation, Wait};
 use std::io::Write;
+use std::sync::Arc;
+
+/// A block to decode: its index, record, payload and the memory reserved for it.
+type Job<'a, 'b> = (usize, BlockRecord, Bytes<'a>, Reservation<'b>);
+/// A decoded block: its bytes, checksum and the memory still reserved for them.
+type Done<'a, 'b> = (Bytes<'a>, u64, Reservation<'b>);
+
+/// A block read whose memory is not reserved yet.
+enum Pending<'a, 'b> {
+    /// Its record: the payload's room is not.
+    Payload(BlockRecord),
+    /// The block with its payload: the room of its bytes and tables is not.
+    Tables(Job<'a, 'b>),
+}
 
 /// Where decompressed blocks go.
 enum Out<'o, W> {
@@ -83,11 +97,13 @@ pub(super) fn decode_block(
 }
 
 /// Reads an archive's header and refuses it before any block is read where its blocks may be
-/// larger than `opts.memory`, it needs another engine, or a pack or base file not given;
-/// returns it with its length, the context-mixing codec's configuration and the base's bytes.
+/// larger than `opts.memory`, it needs another engine, or a pack or base file not given, or a
+/// pack larger than `budget` (which then holds the pack's bytes for the run); returns it with
+/// its length, the context-mixing codec's configuration and the base's bytes.
 pub(super) fn read_header<'o>(
     input: &mut impl std::io::Read,
     opts: &'o Options,
+    budget: &Budget,
 ) -> Result<(Header, u64, CmConfig, Option<&'o [u8]>)> {
     let (header, header_len) = Header::read(input)?;
     if header.block_size > opts.memory {
@@ -104,7 +120,9 @@ pub(super) fn read_header<'o>(
     }
     let (mut cm, pack) = CmConfig::from_bytes(&header.cm_config)?;
     if let Some(id) = pack {
-        cm = cm.attach(opts.find_pack(&id)?)?;
+        let pack = opts.find_pack(&id)?;
+        budget.reserve_for_run(pack.bytes())?;
+        cm = cm.attach(pack)?;
     }
     let base = opts.base_for(header.base)?;
     Ok((header, header_len, cm, base))
@@ -117,7 +135,8 @@ fn decode_archive<'a, W: Write>(
     opts: &Options,
 ) -> Result<Stats> {
     opts.validate()?;
-    let (header, header_len, cm, base) = read_header(input, opts)?;
+    let budget = Arc::new(Budget::new(opts.memory));
+    let (header, header_len, cm, base) = read_header(input, opts, &budget)?;
     let progress: ProgressFn = match &opts.progress {
         Some(p) => p.as_ref(),
         None => &noop,
@@ -127,28 +146,45 @@ fn decode_archive<'a, W: Write>(
     let mut hasher = DataHash::default();
     let mut total = 0u64;
     let mut at_end = false;
-    // Block buffers get room for the largest block the header allows (up to a bound: the
-    // header is not trusted yet), so that one serves every block.
-    let room = header.block_size.min(ROOM_MAX) as usize;
-    let (payloads, blocks) = (Buffers::new(), Buffers::with_room(room));
+    let payloads = Buffers::within(budget.clone());
+    let blocks = Buffers::within(budget.clone());
     let returns = input.returns();
-    let backend = CpuBackend::default();
+    let backend = CpuBackend::within(budget.clone());
     let decoder = Decoder {
         cm: &cm,
         backend: &backend,
         progress,
         base,
     };
+    // A block whose memory is not free yet, to reserve again once one in flight has finished.
+    let mut waiting: Option<Pending> = None;
+    let free_kept = || backend.arena.free_kept() + payloads.free_kept() + blocks.free_kept();
     let mut source = || {
         if at_end {
-            return Ok(None);
+            return Ok(Pull::End);
         }
-        match BlockRecord::read_next(input, header.block_size)? {
-            Next::End => {
-                at_end = true;
-                Ok(None)
-            }
-            Next::Block(rec) => {
+        let (index, rec, payload, mut reserved) = match waiting.take() {
+            Some(Pending::Tables(job)) => job,
+            record => {
+                let rec = match record {
+                    Some(Pending::Payload(rec)) => rec,
+                    _ => match BlockRecord::read_next(input, header.block_size)? {
+                        Next::End => {
+                            at_end = true;
+                            return Ok(Pull::End);
+                        }
+                        Next::Block(rec) => rec,
+                    },
+                };
+                // The payload's room first: what the codec's tables take depends on it.
+                let room = rec.payload_len + slack(rec.payload_len);
+                let reserved = match budget.reserve(room, free_kept)? {
+                    Wait::Ready(r) => r,
+                    Wait::Later => {
+                        waiting = Some(Pending::Payload(rec));
+                        return Ok(Pull::Later);
+                    }
+                };
                 let want = rec.payload_len as usize;
                 let (payload, hash) = input.next_bytes(want, &payloads)?;
                 if payload.len() < want {
@@ -164,7 +200,15 @@ fn decode_archive<'a, W: Write>(
                     codec: rec.codec,
                 });
                 offset += BlockRecord::LEN + rec.payload_len;
-                Ok(Some((seen.len() - 1, rec, payload)))
+                (seen.len() - 1, rec, payload, reserved)
+            }
+        };
+        let need = decoder.memory(rec.codec, &payload, rec.raw_len) + slack(rec.raw_len);
+        match reserved.grow(need, free_kept)? {
+            true => Ok(Pull::Job((index, rec, payload, reserved))),
+            false => {
+                waiting = Some(Pending::Tables((index, rec, payload, reserved)));
+                Ok(Pull::Later)
             }
         }
     };
@@ -172,7 +216,8 @@ fn decode_archive<'a, W: Write>(
         // One thread into memory: each block decoded where it belongs (there is no write to
         // overlap with the next block's decoding).
         Out::Vec(v) if opts.threads == 1 => {
-            while let Some((index, rec, payload)) = source()? {
+            // With nothing in flight, a block that does not fit is refused, never `Later`.
+            while let Pull::Job((index, rec, payload, _reserved)) = source()? {
                 let raw_hash = decode_block(&decoder, index, &rec, &payload, v)?;
                 returns.give(payload, &payloads);
                 hasher.block(raw_hash);
@@ -182,22 +227,25 @@ fn decode_archive<'a, W: Write>(
         _ => run_ordered(
             opts.threads,
             source,
-            |(index, rec, payload): (usize, BlockRecord, Bytes<'a>)| -> Result<(Bytes<'a>, u64)> {
+            |(index, rec, payload, mut reserved): Job<'a, '_>| -> Result<Done<'a, '_>> {
                 if rec.codec == Codec::Stored {
                     // The bytes are the payload's, passed on as they are.
                     progress(rec.raw_len);
                     let raw_len = rec.raw_len as usize;
                     codecs::stored::check(&payload, raw_len, rec.raw_hash, rec.payload_hash)
                         .map_err(|_| Error::Checksum(format!("block {index}")))?;
-                    return Ok((payload, rec.raw_hash));
+                    return Ok((payload, rec.raw_hash, reserved));
                 }
                 let mut data = blocks.empty(rec.raw_len as usize);
                 let hash = decode_block(&decoder, index, &rec, &payload, &mut data)?;
                 returns.give(payload, &payloads);
-                Ok((Bytes::Pooled(data), hash))
+                // The payload and the tables are free (or kept, and counted so); the bytes
+                // are held until written.
+                reserved.shrink_to(rec.raw_len + slack(rec.raw_len));
+                Ok((Bytes::Pooled(data), hash, reserved))
             },
             |done| {
-                let (data, raw_hash) = done?;
+                let (data, raw_hash, _reserved) = done?;
                 hasher.block(raw_hash);
                 total += data.len() as u64;
                 match out {
@@ -207,7 +255,7 @@ fn decode_archive<'a, W: Write>(
                 returns.give(data, &blocks);
                 Ok(())
             },
-            |(_, rec, _)| rec.raw_len <= INLINE_MAX as u64,
+            |(_, rec, _, _)| rec.raw_len <= INLINE_MAX as u64,
         )?,
     }
     if !at_end {
@@ -232,5 +280,6 @@ fn decode_archive<'a, W: Write>(
         original_bytes: total,
         archive_bytes: offset + trailer.encoded_len(),
         blocks: seen.len() as u64,
+        memory_peak: budget.peak(),
     })
 }

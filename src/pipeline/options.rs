@@ -24,9 +24,10 @@ pub const LEAN_BLOCK_SIZE: u64 = 4 << 20;
 /// Most raw bytes per block of general data at the fastest level (1), whose model gains least
 /// from long blocks: short ones put every core to work on small files too.
 pub const FAST_BLOCK_SIZE: u64 = 512 << 10;
-/// Default largest block size an archive may have to be decoded (`Options::memory`): 32 times
-/// the default block size, as zstd's default limit is 16 times its default window.
-pub const DEFAULT_MEMORY: u64 = 256 << 20;
+/// Default most memory a decoding may take (`Options::memory`): what two of the default
+/// level's largest blocks take at once (their model's tables, about 330 MiB each), so that two
+/// threads decode side by side.
+pub const DEFAULT_MEMORY: u64 = 1 << 30;
 
 /// Shortest input the built-in pack is chosen for: on text of 256 bytes it saves about as
 /// much as its name adds to the header.
@@ -67,9 +68,11 @@ pub struct Options {
     pub progress: Option<Arc<dyn Fn(u64) + Send + Sync>>,
     /// Called after each block is written with its original and archived sizes.
     pub on_block: Option<Arc<dyn Fn(u64, u64) + Send + Sync>>,
-    /// Largest block size an archive may have to be decoded (decompression only): decoding
-    /// holds up to `threads + 1` blocks at once, and the context-mixing codec's tables grow with a
-    /// block's length, so an archive whose header allows larger blocks is refused.
+    /// Most bytes a decoding may take (decompression only): the archive's pack and every block in
+    /// flight (its payload, its bytes and its codec's tables, which grow with its length) are
+    /// counted before they are allocated; a block waits while the blocks before it hold the room,
+    /// and an archive that needs more at once (or whose header allows blocks larger than this) is
+    /// refused. Code, stacks and per-thread scratch come on top (docs/design.md).
     pub memory: u64,
     /// Which pack the context-mixing blocks' models start from (compression only; the archive
     /// records its name and hash).
@@ -239,4 +242,8 @@ pub struct Stats {
     pub archive_bytes: u64,
     /// Number of blocks.
     pub blocks: u64,
+    /// Decoding: the most bytes it reserved at once, not counting tables kept for reuse (which
+    /// are freed where a block needs their room): `Options::memory` must allow this much for
+    /// the archive at this many threads. Compressing: 0.
+    pub memory_peak: u64,
 }

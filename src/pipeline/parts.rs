@@ -182,5 +182,6 @@ pub(crate) fn concat<R: Read + Seek>(parts: &mut [R], output: &mut impl Write) -
         original_bytes: whole.whole_len,
         archive_bytes: at + trailer.encoded_len(),
         blocks: trailer.table.len() as u64,
+        memory_peak: 0,
     })
 }

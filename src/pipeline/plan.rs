@@ -45,9 +45,6 @@ pub(super) struct Plan {
     pub(super) current: Option<u64>,
 }
 
-/// Largest room given to a new block buffer before any block asks for it.
-pub(super) const ROOM_MAX: u64 = 64 << 20;
-
 /// Length meaning "until the input ends".
 const UNTIL_END: u64 = u64::MAX;
 

@@ -10,7 +10,9 @@ use crate::codecs::{Decoder, ProgressFn};
 use crate::error::{Error, Result};
 use crate::format::checksum::xxh3_64;
 use crate::format::{BlockRecord, Next, Trailer};
+use crate::memory::Budget;
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::sync::Arc;
 
 /// Writes original bytes `start..end` of the archive `input` to `output`. The stats give the
 /// range's length as `original_bytes` and the archive bytes read as `archive_bytes`.
@@ -26,7 +28,8 @@ pub(crate) fn decompress_range(
         inner: input,
         count: 0,
     };
-    let (header, header_len, cm, base) = read_header(&mut input, opts)?;
+    let budget = Arc::new(Budget::new(opts.memory));
+    let (header, header_len, cm, base) = read_header(&mut input, opts, &budget)?;
     let trailer = Trailer::read_from_end(&mut input.inner)?;
     let archive_end = input.inner.seek(SeekFrom::End(0))?;
     trailer.check_table(
@@ -45,7 +48,7 @@ pub(crate) fn decompress_range(
         Some(p) => p.as_ref(),
         None => &noop,
     };
-    let backend = CpuBackend::default();
+    let backend = CpuBackend::within(budget.clone());
     let decoder = Decoder {
         cm: &cm,
         backend: &backend,
@@ -53,7 +56,6 @@ pub(crate) fn decompress_range(
         base,
     };
     let (mut at, mut blocks) = (0u64, 0u64);
-    let mut data = Vec::new();
     for (index, e) in trailer.table.iter().enumerate() {
         let (from, to) = (at, at + e.raw_len);
         at = to;
@@ -71,7 +73,10 @@ pub(crate) fn decompress_range(
             }
             _ => return Err(Error::Corrupt(format!("block {index} is not as listed"))),
         };
-        let mut payload = Vec::new();
+        let free_kept = || backend.arena.free_kept();
+        let mut reserved = budget.reserve_now(rec.payload_len, free_kept)?;
+        // Its length is within the archive's (`check_table`), and reserved.
+        let mut payload = Vec::with_capacity(rec.payload_len as usize);
         (&mut input)
             .take(rec.payload_len)
             .read_to_end(&mut payload)?;
@@ -81,7 +86,9 @@ pub(crate) fn decompress_range(
         if xxh3_64(&payload) != rec.payload_hash {
             return Err(Error::Checksum(format!("block {index}")));
         }
-        data.clear();
+        let need = decoder.memory(rec.codec, &payload, rec.raw_len);
+        reserved.grow_now(need, free_kept)?;
+        let mut data = Vec::new();
         decode_block(&decoder, index, &rec, &payload, &mut data)?;
         let lo = (start.max(from) - from) as usize;
         let hi = (end.min(to) - from) as usize;
@@ -93,5 +100,6 @@ pub(crate) fn decompress_range(
         original_bytes: end - start,
         archive_bytes: input.count,
         blocks,
+        memory_peak: budget.peak(),
     })
 }

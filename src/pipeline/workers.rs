@@ -6,14 +6,31 @@ use crossbeam_channel::{bounded, unbounded};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// What a job source gives.
+pub(super) enum Pull<J> {
+    /// The next job.
+    Job(J),
+    /// No job until one in flight has finished (its memory is not free yet).
+    Later,
+    /// No more jobs.
+    End,
+}
+
+impl<J> From<Option<J>> for Pull<J> {
+    fn from(job: Option<J>) -> Self {
+        job.map_or(Pull::End, Pull::Job)
+    }
+}
+
 /// Runs `jobs` through `threads` workers applying `work`, handing results to `sink` in job
-/// order. `source` yields jobs until `None`; at most `threads + 1` jobs are in flight. With
+/// order. `source` yields jobs until `End`, or `Later` to be asked again once a job in flight
+/// has finished; at most `threads + 1` jobs are in flight. With
 /// one worker, a job that `small` accepts and that finds nothing in flight is coded on the
 /// calling thread: handing a small block to a thread and back costs more than coding it,
 /// while a large one gains from its output being written as the next is coded.
 pub(super) fn run_ordered<J: Send, R: Send>(
     threads: usize,
-    mut source: impl FnMut() -> Result<Option<J>>,
+    mut source: impl FnMut() -> Result<Pull<J>>,
     work: impl Fn(J) -> R + Sync,
     mut sink: impl FnMut(R) -> Result<()>,
     small: impl Fn(&J) -> bool,
@@ -51,17 +68,23 @@ pub(super) fn run_ordered<J: Send, R: Send>(
             loop {
                 while !eof && sent - written < in_flight {
                     match source()? {
-                        Some(job) if threads == 1 && sent == written && small(&job) => {
+                        Pull::Job(job) if threads == 1 && sent == written && small(&job) => {
                             sink(work(job))?;
                             (sent, written) = (sent + 1, written + 1);
                         }
-                        Some(job) => {
+                        Pull::Job(job) => {
                             spawn();
                             // Cannot fail: the workers hold the receiver until the sender drops.
                             let _ = job_tx.send((sent, job));
                             sent += 1;
                         }
-                        None => eof = true,
+                        Pull::Later if sent > written => break,
+                        Pull::Later => {
+                            return Err(Error::Io(std::io::Error::other(
+                                "a job waits for none in flight",
+                            )))
+                        }
+                        Pull::End => eof = true,
                     }
                 }
                 if eof && written == sent {
@@ -115,9 +138,9 @@ mod tests {
                         next += 1;
                         if next > 300 {
                             live.fetch_sub(1, Ordering::SeqCst);
-                            return Ok(None);
+                            return Ok(Pull::End);
                         }
-                        Ok(Some(next))
+                        Ok(Pull::Job(next))
                     },
                     |j: u32| {
                         // Uneven work so results complete out of order.
@@ -153,7 +176,7 @@ mod tests {
                 threads,
                 || {
                     n += 1;
-                    Ok((n <= 1000).then_some(n))
+                    Ok((n <= 1000).then_some(n).into())
                 },
                 |j: i32| j,
                 |j| {

@@ -15,8 +15,15 @@ fn sample_archive(d: &Path) -> Vec<u8> {
 
 /// Decompresses `archive` to `out` in `d` and checks it failed cleanly with nothing left behind.
 fn decompress_fails(d: &Path, archive: &[u8], expect: &[&str]) -> String {
+    decompress_fails_with(d, archive, &[], expect)
+}
+
+/// `decompress_fails` with more arguments.
+fn decompress_fails_with(d: &Path, archive: &[u8], args: &[&str], expect: &[&str]) -> String {
     fs::write(d.join("bad.sep"), archive).unwrap();
-    let r = sep(d, &["decompress", "-q", "bad.sep", "-o", "out"]);
+    let mut all = vec!["decompress", "-q", "bad.sep", "-o", "out"];
+    all.extend_from_slice(args);
+    let r = sep(d, &all);
     let line = r.stderr.lines().next().unwrap_or("").to_string();
     assert!(
         expect.iter().any(|e| line.contains(e)),
@@ -208,17 +215,17 @@ fn full_disk_is_an_error() {
 fn archives_claiming_too_much_are_refused_before_any_work() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let gib = 1u64 << 30;
-    // Blocks declaring 1 GiB from a few KB, of the codecs that allocate or work the most.
+    let huge = 1u64 << 30;
+    // Blocks declaring 1 GiB (over a limit of 512 MiB) from a few KB, of the codecs that allocate or work the most.
     for codec in [
         sep::Codec::Cm,
         sep::Codec::Scaled,
         sep::Codec::Recent,
         sep::Codec::Copies,
     ] {
-        let bomb = crafted(None, gib, &[(codec, gib, vec![0u8; 33_000])]);
+        let bomb = crafted(None, huge, &[(codec, huge, vec![0u8; 33_000])]);
         let started = std::time::Instant::now();
-        let line = decompress_fails(d, &bomb, &["memory limit"]);
+        let line = decompress_fails_with(d, &bomb, &["--memory", "512M"], &["memory limit"]);
         assert!(line.contains("--memory"), "{line}");
         assert!(started.elapsed().as_secs_f64() < 2.0, "{:?}", codec);
         // With the limit raised, a context-mixing block claiming more than 128 bytes per payload

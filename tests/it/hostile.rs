@@ -107,6 +107,27 @@ fn sep_packs_is_read_only_when_an_archive_needs_a_pack() {
 }
 
 #[test]
+fn a_block_whose_tables_pass_the_memory_limit_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A block of about 200 KB: its context-mixing tables (about 25 MB) are over a limit of
+    // 2 MiB, which its length alone is not.
+    let data = text_and_archive(d, &["--pack", "none"]);
+    let r = sep(
+        d,
+        &["decompress", "-q", "--memory", "2M", "f.sep", "-o", "out"],
+    );
+    fails_cleanly(&r, "decoding needs");
+    assert!(r.stderr.contains("--memory raises it"), "{}", r.stderr);
+    assert!(!d.join("out").exists());
+    ok(&sep(
+        d,
+        &["decompress", "-q", "--memory", "32M", "f.sep", "-o", "out"],
+    ));
+    assert!(fs::read(d.join("out")).unwrap() == data);
+}
+
+#[test]
 fn names_in_messages_stay_on_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -233,7 +254,8 @@ fn write_regressions() {
 /// Writes crafted tensor-header archives of 128 KiB, 512 KiB and 1 MiB blocks into the folder
 /// `SEP_HOSTILE_DIR` names, for timing their decode against block size (by hand:
 /// `SEP_HOSTILE_DIR=DIR cargo test --release --test it write_scaling -- --ignored`):
-/// `bare-N` with no object around its offset pairs, `objects-N` with one `{` a pair.
+/// `bare-N` with no object around its offset pairs, `objects-N` with one `{` a pair; and
+/// context-mixing archives whose tables are large (`cm-every-context-xN`), for memory.
 #[test]
 #[ignore = "writes timing inputs; run by hand"]
 fn write_scaling() {
@@ -269,5 +291,20 @@ fn write_scaling() {
         let raw = text.len() as u64;
         let a = crafted(None, 32 << 20, &[(sep::Codec::TensorHeader, raw, payload)]);
         fs::write(dir.join(format!("grow-{kib}")), a).unwrap();
+    }
+    // Context-mixing blocks of 1.5 MiB with every context of the catalogue (their tables:
+    // about 300 MB), one and three of them, from payloads of 1/128 of a block.
+    let mut every = sep::internals::codecs::cm::CmConfig::for_level(9, sep::Backbone::Pac);
+    every.params.contexts = (1 << 24) - 1;
+    let raw = 3u64 << 19;
+    // No transforms, one lane, its stream zeros (which decode to some bytes).
+    let stream = (raw / 128) as usize + 64;
+    let mut payload = vec![0u8, 1, 0];
+    payload.extend_from_slice(&(stream as u32).to_le_bytes());
+    payload.resize(7 + stream, 0);
+    for n in [1, 3] {
+        let blocks = vec![(sep::Codec::Cm, raw, payload.clone()); n];
+        let a = crafted(Some(every.to_bytes()), raw, &blocks);
+        fs::write(dir.join(format!("cm-every-context-x{n}")), a).unwrap();
     }
 }

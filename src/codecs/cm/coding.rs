@@ -3,7 +3,8 @@
 
 use super::fast::FastPredictor;
 use super::pack::{Geometry, Pack};
-use super::predictor::{Params, Predictor, Workspace};
+use super::predictor::{Fit, Params, Predictor};
+use super::tables::Workspace;
 use crate::codecs::block_codec::ProgressFn;
 use crate::entropy::{BitDecoder, BitEncoder};
 use crate::error::{Error, Result};
@@ -20,6 +21,9 @@ const QUEUE: usize = 4;
 const X86: u8 = 1;
 /// Transforms byte: the model starts from the archive's pack.
 const PACKED: u8 = 2;
+/// Transforms byte (with `PACKED`): the model's tables are sized to the block (`Fit::Sized`;
+/// without it, `Fit::Grown`).
+const SIZED: u8 = 4;
 
 /// Reports coded bytes to a progress callback, `PROGRESS_EVERY` or more at a time.
 struct Reporter<'a> {
@@ -89,6 +93,7 @@ pub fn encode(
             (streams, model.into_workspace())
         }
         false => {
+            let pack = pack.map(|p| (p, Fit::Sized));
             let mut model = Predictor::new_in(cfg, data.len(), ws, pack);
             let streams = code_beside(data, &mut model, progress);
             (streams, model.into_workspace())
@@ -105,7 +110,7 @@ pub fn encode(
     }
     let mut out = Vec::with_capacity(size + pad);
     let packed = pack.is_some() && !cfg.fast;
-    out.push(if x86 { X86 } else { 0 } | if packed { PACKED } else { 0 });
+    out.push(if x86 { X86 } else { 0 } | if packed { PACKED | SIZED } else { 0 });
     out.extend_from_slice(&(streams.len() as u16).to_le_bytes());
     for s in &streams {
         out.extend_from_slice(&(s.len() as u32).to_le_bytes());
@@ -274,6 +279,37 @@ fn run(
     reported.finish();
 }
 
+/// How the payload's transforms byte `t` says the model starts: fresh, or from `pack` (the
+/// archive's) fitted to it; an error where the byte is not one a decoder accepts.
+fn start(t: u8, cfg: Params, pack: Option<&Pack>) -> Result<Option<(&Pack, Fit)>> {
+    let corrupt = |what: &str| Err(Error::Corrupt(format!("context-mixing block: {what}")));
+    if t & !(X86 | PACKED | SIZED) != 0 || t & (PACKED | SIZED) == SIZED {
+        return corrupt("unknown transforms");
+    }
+    let fit = match t & SIZED {
+        0 => Fit::Grown,
+        _ => Fit::Sized,
+    };
+    match (t & PACKED != 0, pack) {
+        (false, _) => Ok(None),
+        (true, Some(p)) if !cfg.fast => Ok(Some((p, fit))),
+        (true, _) => corrupt("starts from a pack it may not use"),
+    }
+}
+
+/// The most bytes decoding `payload`, a block of `raw_len` bytes, allocates besides the block
+/// and the payload: its model's tables, fresh or from the pack (`pack`, the archive's) as the
+/// payload says. 0 for a payload the decoder refuses before allocating.
+pub fn need(payload: &[u8], raw_len: usize, cfg: Params, pack: Option<&Pack>) -> u64 {
+    let Some(Ok(start)) = payload.first().map(|&t| start(t, cfg, pack)) else {
+        return 0;
+    };
+    match cfg.fast {
+        true => FastPredictor::need(cfg, raw_len),
+        false => Predictor::need(cfg, raw_len, start),
+    }
+}
+
 /// Decodes a payload of `raw_len` bytes with the predictor built in `ws` (starting from
 /// `pack`'s state where the payload says so: `pack` is the archive's), appending them to
 /// `out`; returns the workspace.
@@ -290,14 +326,18 @@ pub fn decode(
     let Some((&t, rest)) = payload.split_first() else {
         return (corrupt("empty payload"), ws);
     };
-    if t & !(X86 | PACKED) != 0 {
-        return (corrupt("unknown transforms"), ws);
-    }
-    let pack = match (t & PACKED != 0, pack) {
-        (false, _) => None,
-        (true, Some(p)) if !cfg.fast => Some(p),
-        (true, _) => return (corrupt("starts from a pack it may not use"), ws),
+    let pack = match start(t, cfg, pack) {
+        Ok(pack) => pack,
+        Err(e) => return (Err(e), ws),
     };
+    // A lane count the block does not have is refused before the model's tables are built.
+    let lanes = match cfg.fast {
+        true => crate::codecs::lanes::Lanes::new(raw_len, 1, 1).count,
+        false => Predictor::lanes_for(cfg, raw_len, pack.map(|(p, _)| p)).count,
+    };
+    if rest.get(..2) != Some(&(lanes as u16).to_le_bytes()[..]) {
+        return (corrupt("lane count does not match the block"), ws);
+    }
     let (done, ws) = match cfg.fast {
         true => decode_in(
             FastPredictor::new_in(cfg, raw_len, ws),

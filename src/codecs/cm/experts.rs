@@ -1,5 +1,6 @@
 //! Contexts of the experts: which earlier bytes select statistics (orders, words, sparse byte
 //! patterns), and the long-range match model.
+use super::tables::refill;
 
 /// A hashed context: which earlier bytes (or which words) select the statistics.
 #[derive(Clone, Copy, Debug)]
@@ -247,11 +248,20 @@ pub struct MatchTable {
 
 impl MatchTable {
     /// An empty table sized for a block of `len` bytes, reusing `buf`'s memory.
-    pub fn new_in(len: usize, mut buf: Vec<u32>) -> Self {
-        let bits = (usize::BITS - len.max(1).leading_zeros()).clamp(12, 22);
-        buf.clear();
-        buf.resize(1 << bits, u32::MAX);
-        MatchTable { table: buf, bits }
+    pub fn new_in(len: usize, buf: Vec<u32>) -> Self {
+        let bits = Self::bits_for(len);
+        let table = refill(buf, 1 << bits, u32::MAX);
+        MatchTable { table, bits }
+    }
+
+    /// Index bits of the table for a block of `len` bytes.
+    fn bits_for(len: usize) -> u32 {
+        (usize::BITS - len.max(1).leading_zeros()).clamp(12, 22)
+    }
+
+    /// Bytes of the table for a block of `len` bytes.
+    pub fn bytes_for(len: usize) -> usize {
+        4 << Self::bits_for(len)
     }
 
     /// Gives the table's memory back for reuse.

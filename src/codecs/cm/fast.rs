@@ -5,9 +5,10 @@
 //! refinement chain, no order-0 counters, and the range coder runs on the same thread.
 
 use super::experts::{context_hash, select, ContextKind, LaneState, MatchTable, MAX_HASHED};
-use super::mixing::{counter_p12, counter_update, COUNTER_INIT};
-use super::predictor::{Params, Workspace};
+use super::mixing::{counter_p12, counter_update, Apm, COUNTER_INIT};
+use super::predictor::Params;
 use super::states::{Histories, HistoryMap, MAP_LIMIT};
+use super::tables::{refill, Workspace, FIXED_MAX};
 use crate::codecs::lanes::Lanes;
 use crate::engine::kernels::{exp_fixed, ln_fixed};
 use std::sync::OnceLock;
@@ -113,20 +114,13 @@ impl FastPredictor {
         let (kinds, _) = select(cfg.contexts);
         let n = kinds.len();
         let n_in = n + N_EXTRA;
-        let want = (len.saturating_mul(2 * n) / 9).max(1).next_power_of_two();
-        let n_slots = want.clamp(1 << 12, 1 << SLOTS_MAX_LOG);
-        let mut slots = ws.slots;
-        slots.clear();
-        slots.resize(n_slots * SLOT, 0);
-        let mut hist = ws.hist;
-        hist.clear();
-        hist.resize(len, 0);
+        let n_slots = Self::slots_for(cfg, len);
+        let slots = refill(ws.slots, n_slots * SLOT, 0);
+        let hist = refill(ws.hist, len, 0);
         let row: [u16; 33] = std::array::from_fn(|j| squash16(j as i32 * 128 - 2048) as u16);
-        let mut apm = ws.apm_order1;
-        apm.clear();
-        apm.reserve(65536 * 33);
-        for _ in 0..65536 {
-            apm.extend_from_slice(&row);
+        let mut apm = refill(ws.apm_order1, 65536 * 33, 0);
+        for r in apm.chunks_exact_mut(33) {
+            r.copy_from_slice(&row);
         }
         let map = HistoryMap::new().p;
         // Learning rates in 1/4096 units of the float mixer's (1e-4 units in `Params`).
@@ -167,6 +161,23 @@ impl FastPredictor {
             match_byte: 0,
             match_bucket: 0,
         }
+    }
+
+    /// Slots of the model of a block of `len` bytes: scaled to the block and to how many
+    /// contexts claim them.
+    fn slots_for(cfg: Params, len: usize) -> usize {
+        let n = select(cfg.contexts).0.len();
+        let want = (len.saturating_mul(2 * n) / 9).max(1).next_power_of_two();
+        want.clamp(1 << 12, 1 << SLOTS_MAX_LOG)
+    }
+
+    /// The most bytes a model for a block of `len` bytes allocates (besides the block).
+    pub fn need(cfg: Params, len: usize) -> u64 {
+        (Self::slots_for(cfg, len) * SLOT
+            + len
+            + MatchTable::bytes_for(len)
+            + Apm::bytes_for(65536)) as u64
+            + FIXED_MAX
     }
 
     /// Gives the model's large tables back for the next block.

@@ -1,6 +1,7 @@
 //! Bitwise context-mixing primitives: adaptive bit counters, stretch/squash, a gated logistic
 //! mixer and an adaptive probability map (SSE). Integer or fixed-order float arithmetic only.
 
+use super::tables::refill;
 use crate::engine::kernels::{bound, dot_fixed, exp_fixed, ln_fixed};
 use std::sync::OnceLock;
 
@@ -147,18 +148,22 @@ impl Apm {
     }
 
     /// Like `new`, reusing `t`'s memory.
-    pub fn new_in(contexts: usize, rate: u32, mut t: Vec<u16>) -> Self {
+    pub fn new_in(contexts: usize, rate: u32, t: Vec<u16>) -> Self {
         // Every context starts from the same row: computed once, copied.
         let row: [u16; 33] = std::array::from_fn(|j| {
             let p = squash((j as f32 - 16.0) * 0.5);
             ((p * 65535.0) as u32).clamp(1, 65535) as u16
         });
-        t.clear();
-        t.reserve(contexts * 33);
-        for _ in 0..contexts {
-            t.extend_from_slice(&row);
+        let mut t = refill(t, contexts * 33, 0);
+        for r in t.chunks_exact_mut(33) {
+            r.copy_from_slice(&row);
         }
         Apm { t, idx: 0, rate }
+    }
+
+    /// Bytes of the tables of maps of `contexts` contexts in all.
+    pub fn bytes_for(contexts: usize) -> usize {
+        2 * 33 * contexts
     }
 
     /// Gives the table's memory back for reuse.

@@ -5,7 +5,7 @@
 //! decoding codes inline, since each prediction needs the bit before it.
 //!
 //! Payload: transforms (`u8`: bit 0, the x86 call transform; bit 1, the model starts from the
-//! archive's pack), lane count (`u16`), each lane's coded length (`u32`), then the lanes'
+//! archive's pack; bit 2, with bit 1, its tables sized to the block), lane count (`u16`), each lane's coded length (`u32`), then the lanes'
 //! range-coded streams (FORMAT.md, codec 1).
 
 mod backend;
@@ -17,12 +17,14 @@ mod mixing;
 pub mod pack;
 mod predictor;
 mod states;
+mod tables;
 
 pub use backend::{Arena, Backend, CpuBackend};
-pub use coding::{decode, encode, train};
+pub use coding::{decode, encode, need, train};
 pub use config::{CmConfig, DEFAULT_LEVEL, LEVELS};
 pub use pack::{Geometry, Pack, PackId};
-pub use predictor::{Params, Predictor, Workspace};
+pub use predictor::{Params, Predictor};
+pub use tables::Workspace;
 
 use super::block_codec::{BlockCodec, ProgressFn, Seen};
 use crate::error::Result;
@@ -49,6 +51,11 @@ impl BlockCodec for Cm<'_> {
     fn encode_into(&self, data: &[u8], out: &mut Vec<u8>) -> bool {
         *out = self.backend.encode(data, self.config, self.progress);
         cm_fits(data.len() as u64, out.len() as u64)
+    }
+
+    fn decode_memory(&self, payload: &[u8], raw_len: usize) -> u64 {
+        let config = self.config;
+        coding::need(payload, raw_len, config.params, config.pack.as_deref())
     }
 
     fn decode(

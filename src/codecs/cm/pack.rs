@@ -162,7 +162,31 @@ pub struct Pack {
     pub(crate) state: State,
 }
 
+impl State {
+    /// Bytes its tables hold.
+    fn bytes(&self) -> u64 {
+        let mixers: usize = self
+            .mixers
+            .iter()
+            .map(|(w, u)| 4 * (w.len() + u.len()))
+            .sum();
+        let apms: usize = self.apms.iter().map(|a| 2 * a.len()).sum();
+        (self.slots.len()
+            + self.tiles.len()
+            + 4 * (self.maps.len() + self.t0.len() + self.t1.len() + self.tm.len())
+            + mixers
+            + apms
+            + 4 * (self.chain.len() + self.net.len())
+            + self.history.len()) as u64
+    }
+}
+
 impl Pack {
+    /// Bytes it holds in memory.
+    pub fn bytes(&self) -> u64 {
+        self.state.bytes() + (self.config.len() + self.kind.len() + self.description.len()) as u64
+    }
+
     /// Its name, as archives that need it record it.
     pub fn name(&self) -> &str {
         &self.id.name

@@ -13,6 +13,7 @@ use super::mixing::{
 };
 use super::pack::{Geometry, Pack, State};
 use super::states::{Histories, HistoryMap};
+use super::tables::{refill, Workspace, FIXED_MAX};
 use crate::codecs::lanes::Lanes;
 use crate::codecs::net::{NetConfig, Network};
 use crate::error::{Error, Result};
@@ -100,16 +101,6 @@ struct LaneBits {
     pos_mod: u32,
 }
 
-/// The large tables of a model, kept between blocks so that a worker allocates them once.
-#[derive(Default)]
-pub struct Workspace {
-    pub(super) hist: Vec<u8>,
-    pub(super) slots: Vec<u8>,
-    pub(super) matches: Vec<u32>,
-    pub(super) apm_order1: Vec<u16>,
-    pub(super) apm_order2: Vec<u16>,
-}
-
 /// The predictor state of one block.
 pub struct Predictor {
     lanes: Lanes,
@@ -178,6 +169,61 @@ const WAYS: usize = 4;
 /// Most slots of a model (log2).
 const SLOTS_MAX_LOG: u32 = 24;
 
+/// How a block's tables are sized against the pack it starts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fit {
+    /// The pack's own sizes (training it, checking it).
+    Exact,
+    /// Sized to the block: twice the pack's context table where the block asks no more than
+    /// the pack's, else at least four times (payloads with transforms bit 2).
+    Sized,
+    /// At least four times the pack's context table, whatever the block (payloads without
+    /// transforms bit 2, which encoders before it wrote).
+    Grown,
+}
+
+/// The sizes of a model's tables that grow with its block.
+struct Tables {
+    /// Slots shared by the hashed contexts.
+    slots: usize,
+    /// Hashed contexts of the order-2 probability map (log2, of 256 each).
+    order2_bits: u32,
+}
+
+impl Tables {
+    /// The tables of a block of `len` bytes: sized to the block, or to a pack's `geometry`
+    /// where given, as `Fit` says.
+    fn for_block(cfg: Params, len: usize, geometry: Option<(Geometry, Fit)>) -> Self {
+        let n = select(cfg.contexts).0.len();
+        // Slots scaled to the block and to how many contexts claim them (four per byte with
+        // 18 contexts): 2^12..=2^24 (256 MiB).
+        let want = (len.saturating_mul(2 * n) / 9).max(1).next_power_of_two();
+        // With a pack, more than the pack's table, which its slots fill, to leave the block
+        // room; up to 2^8 times the pack's (`load`).
+        let grown = |g: Geometry, least: u32| {
+            want.clamp(
+                1 << (g.slots_log + least).min(SLOTS_MAX_LOG),
+                1 << (g.slots_log + 8).min(SLOTS_MAX_LOG),
+            )
+        };
+        let slots = match geometry {
+            Some((g, Fit::Exact)) => 1 << g.slots_log.min(SLOTS_MAX_LOG),
+            Some((g, Fit::Sized)) => grown(g, if want <= 1 << g.slots_log { 1 } else { 2 }),
+            Some((g, Fit::Grown)) => grown(g, 2),
+            None => want.clamp(1 << 12, 1 << SLOTS_MAX_LOG),
+        };
+        // The order-2 map grows with the block: 2^2 to 2^10 hashed contexts of 256 each.
+        // With a pack, at least the pack's (whose map is spread over it, `load`).
+        let own = (len.max(1).ilog2()).saturating_sub(10).clamp(2, 10);
+        let order2_bits = match geometry {
+            Some((g, Fit::Exact)) => g.order2_bits.clamp(2, 10),
+            Some((g, _)) => own.max(g.order2_bits).clamp(2, 10),
+            None => own,
+        };
+        Tables { slots, order2_bits }
+    }
+}
+
 impl Predictor {
     /// Gives the model's large tables back for the next block.
     pub fn into_workspace(self) -> Workspace {
@@ -191,13 +237,13 @@ impl Predictor {
     }
 
     /// A model for a block of `len` bytes, built in `ws`'s memory: fresh (every table is
-    /// reset), or starting from `pack`'s state and table sizes, which `check_pack` has
-    /// found to fit `cfg`.
-    pub fn new_in(cfg: Params, len: usize, ws: Workspace, pack: Option<&Pack>) -> Self {
-        let geometry = pack.map(|p| (p.geometry, false));
-        let history = pack.map_or(&[][..], |p| &p.state.history);
+    /// reset), or starting from `pack`'s state, its tables fitted to the pack's as the `Fit`
+    /// says (`check_pack` has found the pack to fit `cfg`).
+    pub fn new_in(cfg: Params, len: usize, ws: Workspace, pack: Option<(&Pack, Fit)>) -> Self {
+        let geometry = pack.map(|(p, fit)| (p.geometry, fit));
+        let history = pack.map_or(&[][..], |(p, _)| &p.state.history);
         let mut model = Self::fresh(cfg, len, ws, geometry, history);
-        if let Some(p) = pack {
+        if let Some((p, _)) = pack {
             // A pack that does not fit leaves the model fresh (with the history before the
             // block, unread), the same way for the encoder and the decoder; `check_pack`
             // refuses such a pack before any block is coded.
@@ -226,7 +272,8 @@ impl Predictor {
 
     /// A fresh model to train a pack on `len` bytes, with the pack's table sizes.
     pub fn for_training(cfg: Params, len: usize, geometry: Geometry) -> Self {
-        let mut model = Self::fresh(cfg, len, Workspace::default(), Some((geometry, true)), &[]);
+        let geometry = Some((geometry, Fit::Exact));
+        let mut model = Self::fresh(cfg, len, Workspace::default(), geometry, &[]);
         model.tiles = Some(vec![0; model.slots.len() / SLOT]);
         model
     }
@@ -237,10 +284,28 @@ impl Predictor {
             cfg,
             1,
             Workspace::default(),
-            Some((pack.geometry, true)),
+            Some((pack.geometry, Fit::Exact)),
             &[],
         );
         model.load(&pack.state)
+    }
+
+    /// The lanes of a block of `len` bytes, fresh or after a pack's history (`new_in`).
+    pub fn lanes_for(cfg: Params, len: usize, pack: Option<&Pack>) -> Lanes {
+        let history = pack.map_or(0, |p| p.state.history.len());
+        Lanes::new(len, cfg.max_lanes as usize, cfg.min_lane as usize).after(history)
+    }
+
+    /// The most bytes a model for a block of `len` bytes allocates (besides the block),
+    /// fresh or starting from a pack (`new_in`).
+    pub fn need(cfg: Params, len: usize, pack: Option<(&Pack, Fit)>) -> u64 {
+        let history = pack.map_or(0, |(p, _)| p.state.history.len());
+        let tables = Tables::for_block(cfg, len, pack.map(|(p, fit)| (p.geometry, fit)));
+        let hist = history + len;
+        let order2 = 256usize << tables.order2_bits;
+        (tables.slots * SLOT + hist + MatchTable::bytes_for(hist) + Apm::bytes_for(65536 + order2))
+            as u64
+            + FIXED_MAX
     }
 
     /// The five mixers, in the order a pack holds them.
@@ -356,13 +421,13 @@ impl Predictor {
     }
 
     /// A fresh model for a block of `len` bytes in `ws`'s memory, with its tables sized to the
-    /// block, or to a pack's `geometry` where given: exactly, or grown towards the block's;
+    /// block, or to a pack's `geometry` where given, as the `Fit` says;
     /// `history` (a pack's) lies before the block, not yet read (`prime`).
     fn fresh(
         cfg: Params,
         len: usize,
         ws: Workspace,
-        geometry: Option<(Geometry, bool)>,
+        geometry: Option<(Geometry, Fit)>,
         history: &[u8],
     ) -> Self {
         let lanes =
@@ -371,19 +436,10 @@ impl Predictor {
         let n = kinds.len();
         let n_in = n + N_EXTRA;
         let stages = if cfg.lean { 0 } else { orders };
-        // Slots shared by all hashed contexts, scaled to the block and to how many contexts
-        // claim them (four per byte with 18 contexts): 2^12..=2^24 (256 MiB).
-        let want = (len.saturating_mul(2 * n) / 9).max(1).next_power_of_two();
-        // With a pack, at least four times the pack's table, which its slots fill; more for
-        // a larger block, up to 2^8 times the pack's (`load`).
-        let n_slots = match geometry {
-            Some((g, true)) => 1 << g.slots_log.min(SLOTS_MAX_LOG),
-            Some((g, false)) => want.clamp(
-                1 << (g.slots_log + 2).min(SLOTS_MAX_LOG),
-                1 << (g.slots_log + 8).min(SLOTS_MAX_LOG),
-            ),
-            None => want.clamp(1 << 12, 1 << SLOTS_MAX_LOG),
-        };
+        let Tables {
+            slots: n_slots,
+            order2_bits,
+        } = Tables::for_block(cfg, len, geometry);
         let blank = LaneBits {
             ctx: [0; MAX_HASHED],
             slot: [0; MAX_HASHED],
@@ -396,23 +452,11 @@ impl Predictor {
             match_bucket: 0,
             pos_mod: 0,
         };
-        // The order-2 map grows with the block: 2^2 to 2^10 hashed contexts of 256 each.
-        // With a pack, at least the pack's (whose map is spread over it, `load`).
-        let own = (len.max(1).ilog2()).saturating_sub(10).clamp(2, 10);
-        let order2_bits = match geometry {
-            Some((g, true)) => g.order2_bits.clamp(2, 10),
-            Some((g, false)) => own.max(g.order2_bits).clamp(2, 10),
-            None => own,
-        };
         let lr = cfg.mix_lr as f32 * 1e-4;
         let lr0 = cfg.mix_lr_start as f32 * 1e-4;
-        let mut slots = ws.slots;
-        slots.clear();
-        slots.resize(n_slots * SLOT, 0);
-        let mut hist = ws.hist;
-        hist.clear();
-        hist.extend_from_slice(history);
-        hist.resize(history.len() + len, 0);
+        let slots = refill(ws.slots, n_slots * SLOT, 0);
+        let mut hist = refill(ws.hist, history.len() + len, 0);
+        hist[..history.len()].copy_from_slice(history);
         let matches = MatchTable::new_in(hist.len(), ws.matches);
         Predictor {
             lanes,
