@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Trains a SEP network for one data type on its corpus (pretrained/corpus.py) with JAX on CPU,
+checkpointing as it goes so that a run resumes where it stopped.
+
+The network predicts each byte's 256-way distribution from the bytes before it:
+- byte embedding (`E` wide), then patches: a patch ends after a separator (any byte not an
+  ASCII letter or digit, or one of 128..255) or after `PMAX` bytes: the adaptive stride, which
+  for text runs the backbone about once a word instead of once a byte;
+- dimension fusion: a patch's byte embeddings (padded to `PMAX`) concatenated and mapped to
+  `D` wide;
+- the backbone, once per patch: `pac`, an MLP over the last `K` patches' fused vectors, or
+  `trace`, causal linear attention over all the patches before;
+- the head, once per byte: the backbone's output after the last finished patch, with the
+  embeddings of the bytes of the current patch so far, through an MLP to 256 logits.
+
+Usage: pretrained/train.py TYPE [--backbone pac|trace] [--steps N] [--minutes M]
+Checkpoints go to target/pretrained/TYPE-BACKBONE/ (ckpt.npz, log.tsv).
+"""
+
+import argparse
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+
+E, PMAX, D, K, HB, HH = 32, 8, 192, 6, 768, 384
+WINDOW, WARM = 512, 64
+# Patches of a window computed: bytes in later ones (a window of many separators) are left
+# out of the loss.
+NP = 224
+
+
+def is_separator(x):
+    letter = ((x >= 65) & (x <= 90)) | ((x >= 97) & (x <= 122))
+    digit = (x >= 48) & (x <= 57)
+    return ~(letter | digit | (x >= 128))
+
+
+def patches(x):
+    """For windows `x` [B, L] of bytes: each byte's patch index, each byte's place in its patch,
+    and the patches' bytes [B, L, PMAX] (256 where there is none)."""
+    b, l = x.shape
+    idx = np.arange(l)[None, :].repeat(b, 0)
+    sep = is_separator(x)
+    last = np.maximum.accumulate(np.where(sep, idx, -1), axis=1)
+    dist = idx - last  # 0 at a separator
+    # A patch ends after a separator, or after PMAX bytes of a run of non-separators.
+    end = sep | (dist % PMAX == 0)
+    start = np.concatenate([np.ones((b, 1), bool), end[:, :-1]], axis=1)
+    pid = np.cumsum(start, axis=1) - 1
+    first = np.maximum.accumulate(np.where(start, idx, 0), axis=1)
+    place = idx - first
+    pbytes = np.full((b, l, PMAX), 256, np.int32)
+    rows = np.arange(b)[:, None].repeat(l, 1)
+    pbytes[rows, pid, place] = x
+    return pid, place, pbytes[:, :NP]
+
+
+def batch(data, rng, b):
+    starts = rng.integers(0, len(data) - WINDOW, b)
+    x = np.stack([np.frombuffer(data, np.uint8, WINDOW, s) for s in starts]).astype(np.int32)
+    pid, place, pbytes = patches(x)
+    # The bytes of each byte's patch before it: its patch's bytes, those at or past its place
+    # masked.
+    partial = pbytes[np.arange(x.shape[0])[:, None], np.minimum(pid, NP - 1)]  # [B, L, PMAX]
+    partial = np.where(np.arange(PMAX)[None, None, :] < place[..., None], partial, 256)
+    return x, pid, place, pbytes, partial
+
+
+def init(key, backbone):
+    import jax
+    import jax.numpy as jnp
+
+    def dense(k, n_in, n_out):
+        return {
+            "w": jax.random.normal(k, (n_in, n_out)) * math.sqrt(1.0 / n_in),
+            "b": jnp.zeros((n_out,)),
+        }
+
+    ks = jax.random.split(key, 8)
+    p = {
+        "emb": jax.random.normal(ks[0], (257, E)) * 0.5,
+        "fuse": dense(ks[1], PMAX * E, D),
+        "head1": dense(ks[4], D + PMAX * E, HH),
+        "head2": dense(ks[5], HH, 256),
+    }
+    if backbone == "pac":
+        p["bb1"] = dense(ks[2], K * D, HB)
+        p["bb2"] = dense(ks[3], HB, D)
+    else:
+        p["q"] = dense(ks[2], D, D)
+        p["k"] = dense(ks[3], D, D)
+        p["v"] = dense(ks[6], D, D)
+        p["ff1"] = dense(ks[7], 2 * D, HB)
+        p["ff2"] = dense(jax.random.split(ks[7])[0], HB, D)
+    p["emb"] = p["emb"].at[256].set(0.0)
+    return p
+
+
+def forward(p, x, pid, place, pbytes, partial, backbone):
+    import jax
+    import jax.numpy as jnp
+
+    act = jax.nn.gelu
+    lin = lambda d, v: v @ d["w"] + d["b"]
+    emb = p["emb"].at[256].set(0.0)
+    b, l = x.shape
+    fused = act(lin(p["fuse"], emb[pbytes].reshape(b, NP, PMAX * E)))  # [B, NP, D]
+    if backbone == "pac":
+        # The last K patches, the newest first; patches before the window are zeros.
+        padded = jnp.concatenate([jnp.zeros((b, K - 1, D)), fused], axis=1)
+        ctx = jnp.concatenate([padded[:, K - 1 - j : K - 1 - j + NP] for j in range(K)], axis=-1)
+        h = lin(p["bb2"], act(lin(p["bb1"], ctx)))
+    else:
+        q = jax.nn.elu(lin(p["q"], fused)) + 1
+        kk = jax.nn.elu(lin(p["k"], fused)) + 1
+        v = lin(p["v"], fused)
+        # Causal linear attention, in its quadratic form for training (decoding keeps the
+        # running sums of k v^T and k instead: the same values).
+        a = jnp.tril(jnp.einsum("bld,bmd->blm", q, kk))
+        att = jnp.einsum("blm,bmd->bld", a, v) / (a.sum(-1, keepdims=True) + 1e-6)
+        h = lin(p["ff2"], act(lin(p["ff1"], jnp.concatenate([fused, att], -1))))
+    # Each byte sees the backbone after the patch before its own (zeros for the first).
+    hp = jnp.concatenate([jnp.zeros((b, 1, D)), h], axis=1)
+    ctx = jnp.take_along_axis(hp, jnp.minimum(pid, NP)[..., None], axis=1)
+    cur = emb[partial].reshape(b, l, PMAX * E)
+    hid = act(lin(p["head1"], jnp.concatenate([ctx, cur], -1)))
+    return lin(p["head2"], hid)
+
+
+def loss_fn(p, x, pid, place, pbytes, partial, backbone):
+    import jax
+    import jax.numpy as jnp
+
+    logits = forward(p, x, pid, place, pbytes, partial, backbone)[:, WARM:]
+    target = x[:, WARM:]
+    keep = (pid[:, WARM:] < NP).astype(jnp.float32)
+    logp = jax.nn.log_softmax(logits)
+    nll = -jnp.take_along_axis(logp, target[..., None], axis=-1)[..., 0]
+    return (nll * keep).sum() / keep.sum() / math.log(2)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("type")
+    ap.add_argument("--backbone", default="pac", choices=["pac", "trace"])
+    ap.add_argument("--steps", type=int, default=20000)
+    ap.add_argument("--minutes", type=float, default=1e9)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    args = ap.parse_args()
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    corpus = ROOT / "target/pretrained/corpus"
+    train = (corpus / f"{args.type}.train").read_bytes()
+    held = (corpus / f"{args.type}.heldout").read_bytes()
+    out = ROOT / f"target/pretrained/{args.type}-{args.backbone}"
+    out.mkdir(parents=True, exist_ok=True)
+    sched = optax.warmup_cosine_decay_schedule(0.0, args.lr, 500, args.steps, args.lr * 0.05)
+    opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=1e-4))
+    ckpt = out / "ckpt.npz"
+    params = init(jax.random.PRNGKey(0), args.backbone)
+    state = opt.init(params)
+    step = 0
+    if ckpt.exists():
+        saved = np.load(ckpt, allow_pickle=True)
+        params = jax.tree_util.tree_map(jnp.asarray, saved["params"].item())
+        state = jax.tree_util.tree_map(
+            lambda a: jnp.asarray(a) if isinstance(a, np.ndarray) else a, saved["state"].item()
+        )
+        step = int(saved["step"])
+        print(f"resumed at step {step}", flush=True)
+    lf = lambda p, *a: loss_fn(p, *a, args.backbone)
+
+    @jax.jit
+    def update(params, state, *a):
+        loss, grads = jax.value_and_grad(lf)(params, *a)
+        upd, state = opt.update(grads, state, params)
+        return optax.apply_updates(params, upd), state, loss
+
+    evaluate = jax.jit(lf)
+    rng = np.random.default_rng(step)
+    held_rng = np.random.default_rng(12345)
+    held_batches = [batch(held, held_rng, 32) for _ in range(8)]
+    log = open(out / "log.tsv", "a")
+    if step == 0:
+        log.write("step\tseconds\ttrain_bpb\theldout_bpb\n")
+    started = time.time()
+    running = []
+    while step < args.steps and time.time() - started < args.minutes * 60:
+        params, state, loss = update(params, state, *batch(train, rng, args.batch))
+        running.append(float(loss))
+        step += 1
+        if step % 250 == 0 or step == args.steps:
+            h = np.mean([float(evaluate(params, *hb)) for hb in held_batches])
+            t = time.time() - started
+            print(f"step {step} {t:.0f}s train {np.mean(running):.3f} held-out {h:.3f}", flush=True)
+            log.write(f"{step}\t{t:.0f}\t{np.mean(running):.4f}\t{h:.4f}\n")
+            log.flush()
+            running = []
+            to_np = lambda a: np.asarray(a) if hasattr(a, "shape") else a
+            np.savez(
+                out / "ckpt.tmp.npz",
+                params=jax.tree_util.tree_map(to_np, params),
+                state=jax.tree_util.tree_map(to_np, state),
+                step=step,
+            )
+            os.replace(out / "ckpt.tmp.npz", ckpt)
+
+
+if __name__ == "__main__":
+    main()
