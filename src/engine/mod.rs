@@ -5,8 +5,11 @@
 //! are identical whatever SIMD level (`crate::simd`) runs them.
 
 pub mod attention;
+// The frozen networks' kernels (issue 55): tested here, used once a network pack lands.
 #[cfg(feature = "cuda")]
 pub mod cuda;
+#[allow(dead_code)]
+pub mod int8;
 pub mod kernels;
 
 /// Determinism version of the engine (kernels, the predictor's fixed parts and its update
