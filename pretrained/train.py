@@ -14,12 +14,13 @@ The network predicts each byte's 256-way distribution from the bytes before it:
   embeddings of the bytes of the current patch so far, through an MLP to 256 logits.
 
 Usage: pretrained/train.py TYPE [--backbone pac|trace] [--steps N] [--minutes M]
-Checkpoints go to target/pretrained/TYPE-BACKBONE/ (ckpt.npz, log.tsv).
+Checkpoints go to target/pretrained/TYPE-BACKBONE/ (ckpt.pkl, log.tsv).
 """
 
 import argparse
 import math
 import os
+import pickle
 import sys
 import time
 from pathlib import Path
@@ -165,17 +166,16 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     sched = optax.warmup_cosine_decay_schedule(0.0, args.lr, 500, args.steps, args.lr * 0.05)
     opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=1e-4))
-    ckpt = out / "ckpt.npz"
+    ckpt = out / "ckpt.pkl"
     params = init(jax.random.PRNGKey(0), args.backbone)
     state = opt.init(params)
     step = 0
     if ckpt.exists():
-        saved = np.load(ckpt, allow_pickle=True)
-        params = jax.tree_util.tree_map(jnp.asarray, saved["params"].item())
-        state = jax.tree_util.tree_map(
-            lambda a: jnp.asarray(a) if isinstance(a, np.ndarray) else a, saved["state"].item()
-        )
-        step = int(saved["step"])
+        with open(ckpt, "rb") as f:
+            saved = pickle.load(f)
+        params = jax.tree_util.tree_map(jnp.asarray, saved["params"])
+        state = jax.tree_util.tree_map(jnp.asarray, saved["state"])
+        step = saved["step"]
         print(f"resumed at step {step}", flush=True)
     lf = lambda p, *a: loss_fn(p, *a, args.backbone)
 
@@ -198,21 +198,22 @@ def main():
         params, state, loss = update(params, state, *batch(train, rng, args.batch))
         running.append(float(loss))
         step += 1
-        if step % 250 == 0 or step == args.steps:
+        out_of_time = time.time() - started >= args.minutes * 60
+        if step % 250 == 0 or step == args.steps or out_of_time:
             h = np.mean([float(evaluate(params, *hb)) for hb in held_batches])
             t = time.time() - started
             print(f"step {step} {t:.0f}s train {np.mean(running):.3f} held-out {h:.3f}", flush=True)
             log.write(f"{step}\t{t:.0f}\t{np.mean(running):.4f}\t{h:.4f}\n")
             log.flush()
             running = []
-            to_np = lambda a: np.asarray(a) if hasattr(a, "shape") else a
-            np.savez(
-                out / "ckpt.tmp.npz",
-                params=jax.tree_util.tree_map(to_np, params),
-                state=jax.tree_util.tree_map(to_np, state),
-                step=step,
-            )
-            os.replace(out / "ckpt.tmp.npz", ckpt)
+            saved = {
+                "params": jax.tree_util.tree_map(np.asarray, params),
+                "state": jax.tree_util.tree_map(np.asarray, state),
+                "step": step,
+            }
+            with open(out / "ckpt.tmp", "wb") as f:
+                pickle.dump(saved, f)
+            os.replace(out / "ckpt.tmp", ckpt)
 
 
 if __name__ == "__main__":
