@@ -175,6 +175,9 @@ pub struct PackSpec {
     /// Bytes of the training data's end the pack keeps, which every block using it continues
     /// (its contexts and matches see them; at most 16 MiB).
     pub history: usize,
+    /// A pre-trained network file (pretrained/export.py) the pack carries: the blocks that
+    /// start from the pack mix in its predictions, and the pack's mixers learn them.
+    pub network: Option<Vec<u8>>,
 }
 
 /// Trains a pack on `data` (the concatenated training files): the level's predictor learns
@@ -217,7 +220,20 @@ pub fn pretrain(data: &[u8], spec: &PackSpec, progress: &(dyn Fn(u64) + Sync)) -
             pack::HISTORY_MAX
         )));
     }
-    let state = codecs::cm::train(data, config.params, geometry, spec.history, progress);
+    let network = match &spec.network {
+        Some(file) => Some(std::sync::Arc::new(codecs::net::frozen::Frozen::from_file(
+            file,
+        )?)),
+        None => None,
+    };
+    let state = codecs::cm::train(
+        data,
+        config.params,
+        geometry,
+        spec.history,
+        network,
+        progress,
+    );
     Pack::to_file(
         &spec.name,
         &spec.kind,
@@ -225,6 +241,7 @@ pub fn pretrain(data: &[u8], spec: &PackSpec, progress: &(dyn Fn(u64) + Sync)) -
         &config.to_bytes(),
         geometry,
         &state,
+        spec.network.as_deref(),
     )
 }
 

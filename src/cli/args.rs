@@ -100,6 +100,10 @@ pub enum Cmd {
         /// with it continues (K, M suffixes).
         #[arg(long, value_name = "BYTES", default_value = "1M", value_parser = parse_size)]
         history: u64,
+        /// A pre-trained network (pretrained/export.py) for the pack to carry: blocks that start
+        /// from the pack mix in its predictions.
+        #[arg(long, value_name = "FILE")]
+        net: Option<PathBuf>,
         /// Overwrite PACK if it exists.
         #[arg(short, long)]
         force: bool,

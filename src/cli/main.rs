@@ -112,6 +112,23 @@ fn load_base(path: &Path) -> Result<sep::Base, Failure> {
     Ok(sep::Base::new(bytes))
 }
 
+/// Most bytes a network file may have.
+const NETWORK_MAX: u64 = 64 << 20;
+
+/// Reads a network file, which must be a regular file of at most `NETWORK_MAX` bytes (the pack
+/// parses it).
+fn read_network(path: &Path) -> Result<Vec<u8>, Failure> {
+    let meta = std::fs::metadata(path).map_err(|e| with_path(path, e.into()))?;
+    if !meta.is_file() || meta.len() > NETWORK_MAX {
+        return Err(Failure(format!(
+            "{}: not a network file (a regular file of at most {} MiB)",
+            files::shown(path),
+            NETWORK_MAX >> 20
+        )));
+    }
+    std::fs::read(path).map_err(|e| with_path(path, e.into()))
+}
+
 /// Reads and parses a pack file, which must be a regular file (a device or a pipe could
 /// have no end).
 fn load_pack(path: &Path) -> Result<sep::Pack, Failure> {
@@ -633,9 +650,17 @@ fn main() -> ExitCode {
             backbone,
             table_log,
             history,
+            net,
             force,
             quiet,
         }) => {
+            let network = match net.as_deref().map(read_network).transpose() {
+                Ok(n) => n,
+                Err(Failure(m)) => {
+                    eprintln!("sep: error: {m}");
+                    return ExitCode::FAILURE;
+                }
+            };
             let name = name.unwrap_or_else(|| {
                 output
                     .file_stem()
@@ -649,6 +674,7 @@ fn main() -> ExitCode {
                 backbone: backbone.backbone(),
                 slots_log: table_log,
                 history: usize::try_from(history).unwrap_or(usize::MAX),
+                network,
             };
             return match run_pretrain(&inputs, output, spec, force, quiet) {
                 Ok(()) => ExitCode::SUCCESS,

@@ -18,6 +18,7 @@ fn spec(name: &str) -> PackSpec {
         backbone: sep::Backbone::Pac,
         slots_log: 16,
         history: 4 << 10,
+        network: None,
     }
 }
 
@@ -403,4 +404,40 @@ fn archives_of_the_tables_grown_four_times_still_decode() {
     let now = archive(&original, o, PackChoice::Auto);
     assert_ne!(now, old);
     assert!(now.len() <= old.len() + old.len() / 100);
+}
+
+#[test]
+fn a_pack_carries_a_network_that_every_block_from_it_mixes_in() {
+    let net = fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/net/frozen-small.safetensors"),
+    )
+    .unwrap();
+    let train = corpus_file("text/developers-reference.txt");
+    let data = &corpus_file("text/debian-policy.txt")[..96 << 10];
+    let mut with = spec("networked");
+    with.network = Some(net.clone());
+    let bytes = sep::pretrain(&train[..64 << 10], &with, &|_| {}).unwrap();
+    let networked = Arc::new(Pack::from_file(&bytes).unwrap());
+    let (_, plain) = pack(&train[..64 << 10], "networked");
+    let a = archive(
+        data,
+        opts(2, Kernels::detect()),
+        PackChoice::Given(networked.clone()),
+    );
+    let b = archive(data, opts(2, Kernels::detect()), PackChoice::Given(plain));
+    assert_ne!(a, b, "the network changed nothing");
+    for (threads, kernels) in [(1, Kernels::Scalar), (2, Kernels::detect())] {
+        let mut o = opts(threads, kernels);
+        o.packs = vec![networked.clone()];
+        let mut out = Vec::new();
+        sep::decompress_to_vec(&a, &mut out, &o).unwrap();
+        assert!(out == data, "decodes to other bytes");
+    }
+    sep::set_kernels(Kernels::detect());
+    // A damaged network is refused with the pack, in one line.
+    let mut bad = spec("networked");
+    bad.network = Some(net[..net.len() / 2].to_vec());
+    let e = sep::pretrain(&train[..4 << 10], &bad, &|_| {}).unwrap_err();
+    assert!(e.to_string().contains("network"), "{e}");
 }

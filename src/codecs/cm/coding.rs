@@ -6,10 +6,12 @@ use super::pack::{Geometry, Pack};
 use super::predictor::{Fit, Params, Predictor};
 use super::tables::Workspace;
 use crate::codecs::block_codec::ProgressFn;
+use crate::codecs::net::frozen::Frozen;
 use crate::entropy::{BitDecoder, BitEncoder};
 use crate::error::{Error, Result};
 use crossbeam_channel::bounded;
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// Bytes between two progress reports.
 const PROGRESS_EVERY: usize = 1 << 16;
@@ -129,11 +131,12 @@ pub fn train(
     cfg: Params,
     geometry: Geometry,
     history: usize,
+    network: Option<Arc<Frozen>>,
     progress: ProgressFn,
 ) -> super::pack::State {
     // Blocks of machine code are seen through the call transform: so is their training data.
     let data = &through_calls(data)[..];
-    let mut model = Predictor::for_training(cfg, data.len(), geometry);
+    let mut model = Predictor::for_training(cfg, data.len(), geometry, network);
     run(data, &mut model, progress, |_, _, _| {});
     let mut state = model.state();
     let keep = history.min(data.len()) / super::pack::HISTORY_ALIGN * super::pack::HISTORY_ALIGN;

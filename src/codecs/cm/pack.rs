@@ -10,9 +10,12 @@
 //! places it), `maps` (u32, one row of 256 counters per context), `t0`, `t1`, `tm` (u32 counters),
 //! `mix_a` .. `mix_e` with `mix_a_uses` .. (f32 weights, u32 uses), `apm_a` .. `apm_c` (u16),
 //! `chain` (f32), `net` (f32, only with a network) and `history` (u8, the training data's last
-//! bytes, a multiple of 16 and at most `HISTORY_MAX`; may be empty or absent). A pack is named in
-//! an archive by its name and the SHA-256 of the whole file.
+//! bytes, a multiple of 16 and at most `HISTORY_MAX`; may be empty or absent). It may also carry
+//! a pre-trained network (`codecs/net/frozen.rs`), its tensors named `frozen.` and theirs:
+//! every block that starts from the pack mixes its predictions in, in place of the online
+//! network. A pack is named in an archive by its name and the SHA-256 of the whole file.
 
+use crate::codecs::net::frozen::Frozen;
 use crate::error::{Error, Result};
 use crate::format::checksum::hex;
 use safetensors::{Dtype, SafeTensors};
@@ -160,7 +163,15 @@ pub struct Pack {
     pub(crate) geometry: Geometry,
     /// The predictor's learnt state.
     pub(crate) state: State,
+    /// A pre-trained network whose predictions the blocks that start from the pack mix in
+    /// (tensors named `frozen.*`).
+    pub(crate) network: Option<Arc<Frozen>>,
+    /// Bytes of the network's tensors.
+    network_bytes: u64,
 }
+
+/// Names of a pack's network tensors start with this.
+const NETWORK_PREFIX: &str = "frozen.";
 
 impl State {
     /// Bytes its tables hold.
@@ -184,7 +195,8 @@ impl State {
 impl Pack {
     /// Bytes it holds in memory.
     pub fn bytes(&self) -> u64 {
-        self.state.bytes() + (self.config.len() + self.kind.len() + self.description.len()) as u64
+        let strings = self.config.len() + self.kind.len() + self.description.len();
+        self.state.bytes() + self.network_bytes + strings as u64
     }
 
     /// Its name, as archives that need it record it.
@@ -276,6 +288,7 @@ impl Pack {
         config: &[u8],
         geometry: Geometry,
         state: &State,
+        network: Option<&[u8]>,
     ) -> Result<Vec<u8>> {
         let bad = |e: safetensors::SafeTensorError| Error::InvalidOption(format!("pack: {e}"));
         let u32s = |n: &str, v: &[u32]| (n.to_string(), Dtype::U32, le_bytes(v, u32::to_le_bytes));
@@ -298,11 +311,20 @@ impl Pack {
         for (n, t) in APM_NAMES.iter().zip(&state.apms) {
             owned.push((n.to_string(), Dtype::U16, le_bytes(t, u16::to_le_bytes)));
         }
-        let views = owned
-            .iter()
+        let mut shaped: Vec<crate::codecs::net::frozen::Tensor> = owned
+            .into_iter()
             .map(|(n, d, b)| {
                 let shape = vec![b.len() / d.bitsize().div_ceil(8).max(1)];
-                safetensors::tensor::TensorView::new(*d, shape, b).map(|v| (n.clone(), v))
+                (n, d, shape, b)
+            })
+            .collect();
+        if let Some(file) = network {
+            shaped.extend(crate::codecs::net::frozen::tensors(file, NETWORK_PREFIX)?);
+        }
+        let views = shaped
+            .iter()
+            .map(|(n, d, shape, b)| {
+                safetensors::tensor::TensorView::new(*d, shape.clone(), b).map(|v| (n.clone(), v))
             })
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(bad)?;
@@ -405,6 +427,16 @@ impl Pack {
                 "its history must be a multiple of {HISTORY_ALIGN} bytes up to {HISTORY_MAX}"
             )));
         }
+        let network_bytes: usize = st
+            .tensors()
+            .iter()
+            .filter(|(n, _)| n.starts_with(NETWORK_PREFIX))
+            .map(|(_, t)| t.data().len())
+            .sum();
+        let network = match network_bytes {
+            0 => None,
+            _ => Some(Arc::new(Frozen::from_tensors(&st, NETWORK_PREFIX)?)),
+        };
         Ok(Pack {
             id: PackId { name, sha256 },
             kind: get("type")?,
@@ -412,6 +444,8 @@ impl Pack {
             config,
             geometry,
             state,
+            network,
+            network_bytes: network_bytes as u64,
         })
     }
 }

@@ -15,8 +15,10 @@ use super::pack::{Geometry, Pack, State};
 use super::states::{Histories, HistoryMap};
 use super::tables::{refill, Workspace, FIXED_MAX};
 use crate::codecs::lanes::Lanes;
-use crate::codecs::net::{NetConfig, Network};
+use crate::codecs::net::frozen::Frozen;
+use crate::codecs::net::{FrozenLanes, NetConfig, Network};
 use crate::error::{Error, Result};
+use std::sync::Arc;
 
 /// Mixer inputs besides the hashed contexts: order 0, order 1, match, network, bias, match
 /// strength, chain.
@@ -242,7 +244,8 @@ impl Predictor {
     pub fn new_in(cfg: Params, len: usize, ws: Workspace, pack: Option<(&Pack, Fit)>) -> Self {
         let geometry = pack.map(|(p, fit)| (p.geometry, fit));
         let history = pack.map_or(&[][..], |(p, _)| &p.state.history);
-        let mut model = Self::fresh(cfg, len, ws, geometry, history);
+        let network = pack.and_then(|(p, _)| p.network.clone());
+        let mut model = Self::fresh(cfg, len, ws, geometry, history, network);
         if let Some((p, _)) = pack {
             // A pack that does not fit leaves the model fresh (with the history before the
             // block, unread), the same way for the encoder and the decoder; `check_pack`
@@ -271,9 +274,14 @@ impl Predictor {
     }
 
     /// A fresh model to train a pack on `len` bytes, with the pack's table sizes.
-    pub fn for_training(cfg: Params, len: usize, geometry: Geometry) -> Self {
+    pub fn for_training(
+        cfg: Params,
+        len: usize,
+        geometry: Geometry,
+        network: Option<Arc<Frozen>>,
+    ) -> Self {
         let geometry = Some((geometry, Fit::Exact));
-        let mut model = Self::fresh(cfg, len, Workspace::default(), geometry, &[]);
+        let mut model = Self::fresh(cfg, len, Workspace::default(), geometry, &[], network);
         model.tiles = Some(vec![0; model.slots.len() / SLOT]);
         model
     }
@@ -286,6 +294,7 @@ impl Predictor {
             Workspace::default(),
             Some((pack.geometry, Fit::Exact)),
             &[],
+            pack.network.clone(),
         );
         model.load(&pack.state)
     }
@@ -429,6 +438,7 @@ impl Predictor {
         ws: Workspace,
         geometry: Option<(Geometry, Fit)>,
         history: &[u8],
+        network: Option<Arc<Frozen>>,
     ) -> Self {
         let lanes =
             Lanes::new(len, cfg.max_lanes as usize, cfg.min_lane as usize).after(history.len());
@@ -486,7 +496,11 @@ impl Predictor {
             x: [0.0; MAX_IN],
             chain_w: vec![[1.0, 0.0]; stages * 256],
             chain_at: vec![(0, 0.0, 0.0); stages],
-            net: (cfg.net.hidden > 0).then(|| Network::new(cfg.net, lanes.count)),
+            // A pack's pre-trained network takes the place of the online one.
+            net: match network {
+                Some(n) => Some(Network::Frozen(Box::new(FrozenLanes::new(n, lanes.count)))),
+                None => (cfg.net.hidden > 0).then(|| Network::new(cfg.net, lanes.count)),
+            },
             net_cdf: vec![0.0; lanes.count * 257],
             net_match: vec![(None, 0); lanes.count],
         }

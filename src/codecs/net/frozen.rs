@@ -14,8 +14,9 @@
 //! file's GELU table, clamped to its 256 entries) or 1/32 (`bb2`, clamped to int8) or kept
 //! (the logits).
 //!
-//! File: safetensors with `emb` (I8, [257, e]), `gelu` (I8, [256]), `exp` (I32, [512]), and per
-//! layer `NAME.w` (I8, [rows, cols]), `NAME.mult` (I32, [rows]), `NAME.add` (I64, [rows]).
+//! File: safetensors with `emb` (I8, shape `[257, e]`), `gelu` (I8, `[256]`), `exp` (I32,
+//! `[512]`), and per layer `NAME.w` (I8, `[rows, cols]`), `NAME.mult` (I32, `[rows]`),
+//! `NAME.add` (I64, `[rows]`).
 
 use crate::engine::int8::{activate, matvec_i8, Rescale};
 use crate::error::{Error, Result};
@@ -69,6 +70,32 @@ pub struct Frozen {
     head2: Layer,
 }
 
+/// A tensor to write: name, type, shape, bytes.
+pub type Tensor = (String, Dtype, Vec<usize>, Vec<u8>);
+
+/// The tensors of a network file, named with `prefix` before their own names: what a pack
+/// holds of it (an error where the file is not a network).
+pub fn tensors(file: &[u8], prefix: &str) -> Result<Vec<Tensor>> {
+    Frozen::from_file(file)?;
+    let st = SafeTensors::deserialize(file)
+        .map_err(|e| Error::BadPack(format!("network: not one: {e}")))?;
+    let mut out: Vec<_> = st
+        .tensors()
+        .into_iter()
+        .map(|(name, t)| {
+            let shape = t.shape().to_vec();
+            (
+                format!("{prefix}{name}"),
+                t.dtype(),
+                shape,
+                t.data().to_vec(),
+            )
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
 /// One stream's state: the patches so far, the backbone's output, the current patch.
 pub struct State {
     /// The last `k` fused patch vectors, newest first (zeros where none).
@@ -94,14 +121,21 @@ impl Frozen {
     /// Reads a network file; an error where it is not one, or its shapes do not fit together
     /// or pass the bounds.
     pub fn from_file(bytes: &[u8]) -> Result<Self> {
+        let st = SafeTensors::deserialize(bytes)
+            .map_err(|e| Error::BadPack(format!("network: not one: {e}")))?;
+        Self::from_tensors(&st, "")
+    }
+
+    /// The network whose tensors in `st` have names starting with `prefix` (a pack's).
+    pub fn from_tensors(st: &SafeTensors, prefix: &str) -> Result<Self> {
         let bad = |what: String| Error::BadPack(format!("network: {what}"));
-        let st = SafeTensors::deserialize(bytes).map_err(|e| bad(format!("not one: {e}")))?;
         let get = |name: &str, dtype: Dtype| -> Result<(Vec<usize>, &[u8])> {
+            let full = format!("{prefix}{name}");
             let t = st
-                .tensor(name)
-                .map_err(|_| bad(format!("no tensor {name}")))?;
+                .tensor(&full)
+                .map_err(|_| bad(format!("no tensor {full}")))?;
             if t.dtype() != dtype {
-                return Err(bad(format!("{name} is not {dtype:?}")));
+                return Err(bad(format!("{full} is not {dtype:?}")));
             }
             Ok((t.shape().to_vec(), t.data()))
         };

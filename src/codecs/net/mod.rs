@@ -2,8 +2,6 @@
 //! (predict the next byte of every lane, then learn the true bytes).
 
 mod config;
-// The pre-trained network (issue 55): tested here, in the mixer once a network pack lands.
-#[allow(dead_code)]
 pub mod frozen;
 mod pac;
 mod trace;
@@ -13,7 +11,9 @@ pub use config::{Backbone, NetConfig};
 pub use trace::Trace;
 
 use super::lanes::Lanes;
+use frozen::Frozen;
 use pac::Pac;
+use std::sync::Arc;
 
 /// A backbone network of one block, batched over its lanes (boxed: each holds dozens of
 /// buffers).
@@ -22,6 +22,49 @@ pub enum Network {
     Pac(Box<Pac>),
     /// The linear-attention transformer.
     Trace(Box<Trace>),
+    /// A pre-trained network, frozen (a pack's), one stream per lane.
+    Frozen(Box<FrozenLanes>),
+}
+
+/// A frozen network run over a block's lanes.
+pub struct FrozenLanes {
+    net: Arc<Frozen>,
+    states: Vec<frozen::State>,
+    counts: [u32; 256],
+    probs: Vec<f32>,
+}
+
+impl FrozenLanes {
+    /// `net` over `lanes` lanes, each from its start.
+    pub fn new(net: Arc<Frozen>, lanes: usize) -> Self {
+        FrozenLanes {
+            states: (0..lanes).map(|_| net.state()).collect(),
+            net,
+            counts: [0; 256],
+            probs: vec![0.0; lanes * 256],
+        }
+    }
+
+    fn forward(&mut self, active: usize) -> &[f32] {
+        for (l, s) in self.states.iter_mut().enumerate().take(active) {
+            self.net.predict(s, &mut self.counts);
+            let total: u32 = self.counts.iter().sum();
+            let inv = 1.0 / total as f32;
+            for (p, &c) in self.probs[l * 256..l * 256 + 256]
+                .iter_mut()
+                .zip(&self.counts)
+            {
+                *p = c as f32 * inv;
+            }
+        }
+        &self.probs[..active * 256]
+    }
+
+    fn learn(&mut self, bytes: &[u8]) {
+        for (s, &b) in self.states.iter_mut().zip(bytes) {
+            self.net.update(s, b);
+        }
+    }
 }
 
 impl Network {
@@ -46,6 +89,7 @@ impl Network {
         match self {
             Network::Pac(n) => n.forward(hist, lanes, step, active, matches),
             Network::Trace(n) => n.forward(hist, lanes, step, active, matches),
+            Network::Frozen(n) => n.forward(active),
         }
     }
 
@@ -54,6 +98,7 @@ impl Network {
         match self {
             Network::Pac(n) => n.learn(bytes),
             Network::Trace(n) => n.learn(bytes),
+            Network::Frozen(n) => n.learn(bytes),
         }
     }
 
@@ -62,6 +107,7 @@ impl Network {
         match self {
             Network::Pac(n) => n.params(),
             Network::Trace(n) => n.params(),
+            Network::Frozen(_) => &[],
         }
     }
 
@@ -71,6 +117,7 @@ impl Network {
         match self {
             Network::Pac(n) => n.load(p),
             Network::Trace(n) => n.load(p),
+            Network::Frozen(_) => {}
         }
     }
 }
