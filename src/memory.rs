@@ -62,11 +62,6 @@ impl Budget {
         }
     }
 
-    /// The limit in bytes.
-    pub fn limit(&self) -> u64 {
-        self.limit
-    }
-
     fn held(&self) -> std::sync::MutexGuard<'_, Held> {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -128,7 +123,8 @@ impl Budget {
     }
 
     /// Bytes reserved or kept now.
-    pub fn in_use(&self) -> u64 {
+    #[cfg(test)]
+    fn in_use(&self) -> u64 {
         self.held().total()
     }
 
@@ -141,7 +137,8 @@ impl Budget {
 
 impl Reservation<'_> {
     /// Bytes reserved.
-    pub fn bytes(&self) -> u64 {
+    #[cfg(test)]
+    fn bytes(&self) -> u64 {
         self.bytes
     }
 

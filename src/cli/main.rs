@@ -115,31 +115,29 @@ fn load_base(path: &Path) -> Result<sep::Base, Failure> {
 /// Most bytes a network file may have.
 const NETWORK_MAX: u64 = 64 << 20;
 
-/// Reads a network file, which must be a regular file of at most `NETWORK_MAX` bytes (the pack
-/// parses it).
-fn read_network(path: &Path) -> Result<Vec<u8>, Failure> {
+/// Reads `path`, which must be a regular file (a device or a pipe could have no end) of at
+/// most `max` bytes, as a `what` must be.
+fn read_regular(path: &Path, what: &str, max: u64) -> Result<Vec<u8>, Failure> {
     let meta = std::fs::metadata(path).map_err(|e| with_path(path, e.into()))?;
-    if !meta.is_file() || meta.len() > NETWORK_MAX {
+    if !meta.is_file() {
         return Err(Failure(format!(
-            "{}: not a network file (a regular file of at most {} MiB)",
+            "{}: not a regular file (a {what} must be one)",
+            files::shown(path)
+        )));
+    }
+    if meta.len() > max {
+        return Err(Failure(format!(
+            "{}: over {} MiB (a {what} is at most that)",
             files::shown(path),
-            NETWORK_MAX >> 20
+            max >> 20
         )));
     }
     std::fs::read(path).map_err(|e| with_path(path, e.into()))
 }
 
-/// Reads and parses a pack file, which must be a regular file (a device or a pipe could
-/// have no end).
+/// Reads and parses a pack file.
 fn load_pack(path: &Path) -> Result<sep::Pack, Failure> {
-    let meta = std::fs::metadata(path).map_err(|e| with_path(path, e.into()))?;
-    if !meta.is_file() {
-        return Err(Failure(format!(
-            "{}: not a regular file (a pack must be one)",
-            files::shown(path)
-        )));
-    }
-    let bytes = std::fs::read(path).map_err(|e| with_path(path, e.into()))?;
+    let bytes = read_regular(path, "pack", u64::MAX)?;
     sep::Pack::from_file(&bytes).map_err(|e| Failure(format!("{}: {e}", files::shown(path))))
 }
 
@@ -173,15 +171,20 @@ fn packs_in(dir: PathBuf) -> sep::PackLookup {
     })
 }
 
-/// `sep pretrain`: reads the inputs (directories walked in name order), trains the pack,
-/// writes it to `output` (not over an existing file without `force`).
+/// `sep pretrain`: reads the inputs (directories walked in name order) and the network file
+/// `net` for the pack to carry, trains the pack, writes it to `output` (not over an existing
+/// file without `force`).
 fn run_pretrain(
     inputs: &[PathBuf],
+    net: Option<&Path>,
     output: PathBuf,
-    spec: sep::PackSpec,
+    mut spec: sep::PackSpec,
     force: bool,
     quiet: bool,
 ) -> Result<(), Failure> {
+    if let Some(path) = net {
+        spec.network = Some(read_regular(path, "network file", NETWORK_MAX)?);
+    }
     let mut paths = Vec::new();
     for p in inputs {
         match p.is_dir() {
@@ -654,13 +657,6 @@ fn main() -> ExitCode {
             force,
             quiet,
         }) => {
-            let network = match net.as_deref().map(read_network).transpose() {
-                Ok(n) => n,
-                Err(Failure(m)) => {
-                    eprintln!("sep: error: {m}");
-                    return ExitCode::FAILURE;
-                }
-            };
             let name = name.unwrap_or_else(|| {
                 output
                     .file_stem()
@@ -674,9 +670,9 @@ fn main() -> ExitCode {
                 backbone: backbone.backbone(),
                 slots_log: table_log,
                 history: usize::try_from(history).unwrap_or(usize::MAX),
-                network,
+                network: None,
             };
-            return match run_pretrain(&inputs, output, spec, force, quiet) {
+            return match run_pretrain(&inputs, net.as_deref(), output, spec, force, quiet) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(Failure(m)) => {
                     eprintln!("sep: error: {m}");

@@ -19,6 +19,7 @@ use super::block_codec::{BlockCodec, ProgressFn, Seen};
 use super::cm::{Backend, CmConfig, DEFAULT_LEVEL};
 use crate::error::{Error, Result};
 use crate::format::{cm_fits, Codec};
+use std::borrow::Cow;
 
 /// Widest row a payload may name.
 pub const MAX_WIDTH: u32 = 1 << 16;
@@ -218,6 +219,15 @@ fn parse(payload: &[u8]) -> Result<(Shape, bool, &[u8])> {
     Ok((shape, flags & LEAN != 0, inner))
 }
 
+/// The configuration that decodes a payload's residuals: the archive's `config`, leaned where
+/// the payload says its model is lean.
+fn inner_config(lean: bool, config: &CmConfig) -> Cow<'_, CmConfig> {
+    match lean {
+        true => Cow::Owned(config.leaned()),
+        false => Cow::Borrowed(config),
+    }
+}
+
 /// Decodes a field payload of a `raw_len`-byte block coded with the archive's configuration
 /// `config`, appending the block to `out`.
 pub fn decode(
@@ -230,9 +240,8 @@ pub fn decode(
 ) -> Result<()> {
     let (shape, lean, inner) = parse(payload)?;
     let mut residuals = Vec::new();
-    let leaned = lean.then(|| config.leaned());
-    let config = leaned.as_ref().unwrap_or(config);
-    backend.decode(inner, raw_len, config, progress, &mut residuals)?;
+    let config = inner_config(lean, config);
+    backend.decode(inner, raw_len, &config, progress, &mut residuals)?;
     if residuals.len() != raw_len {
         return Err(Error::Corrupt("field block of the wrong length".into()));
     }
@@ -284,8 +293,7 @@ impl BlockCodec for Field<'_> {
         let Ok((_, lean, inner)) = parse(payload) else {
             return 0;
         };
-        let leaned = lean.then(|| self.config.leaned());
-        let config = leaned.as_ref().unwrap_or(self.config);
+        let config = inner_config(lean, self.config);
         let tables = super::cm::need(inner, raw_len, config.params, config.pack.as_deref());
         raw_len as u64 + tables
     }

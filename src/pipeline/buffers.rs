@@ -46,7 +46,7 @@ impl Buffers {
         }
     }
 
-    /// Stops counting `b` as kept (taken, or dropped).
+    /// Stops counting a given-back buffer of `capacity` bytes as kept (taken, or dropped).
     fn unkeep(&self, capacity: usize) {
         if let Some(budget) = &self.budget {
             budget.forget_kept(capacity as u64);
@@ -74,7 +74,8 @@ impl Buffers {
             .try_iter()
             .find(|b| {
                 self.unkeep(b.capacity());
-                b.capacity() >= len && (self.budget.is_none() || b.capacity() <= len + len / SLACK)
+                let within = b.capacity() as u64 <= (len as u64 + slack(len as u64));
+                b.capacity() >= len && (self.budget.is_none() || within)
             })
             .ok_or(room)
     }

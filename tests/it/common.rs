@@ -256,6 +256,12 @@ pub fn test_corpus() -> &'static Path {
     })
 }
 
+/// The bytes of the repository's file `path` (e.g. `tests/data/conv.safetensors`).
+pub fn repo_file(path: &str) -> Vec<u8> {
+    let full = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+    std::fs::read(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
+}
+
 /// The bytes of `name` (e.g. `text/tar-NEWS`) in the test corpus.
 pub fn corpus_file(name: &str) -> Vec<u8> {
     std::fs::read(test_corpus().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))

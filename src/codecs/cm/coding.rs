@@ -335,8 +335,11 @@ pub fn decode(
     };
     // A lane count the block does not have is refused before the model's tables are built.
     let lanes = match cfg.fast {
-        true => crate::codecs::lanes::Lanes::new(raw_len, 1, 1).count,
-        false => Predictor::lanes_for(cfg, raw_len, pack.map(|(p, _)| p)).count,
+        true => FastPredictor::lanes_for(raw_len).count,
+        false => {
+            let history = pack.map_or(0, |(p, _)| p.state.history.len());
+            Predictor::lanes_for(cfg, raw_len, history).count
+        }
     };
     if rest.get(..2) != Some(&(lanes as u16).to_le_bytes()[..]) {
         return (corrupt("lane count does not match the block"), ws);
@@ -393,11 +396,9 @@ fn decode_with(
 ) -> Result<()> {
     let lanes = model.lanes();
     let corrupt = |what: &str| Error::Corrupt(format!("lane layout: {what}"));
+    // The lane count, its first two bytes, `decode` has checked.
     if payload.len() < 2 + 4 * lanes.count {
         return Err(corrupt("too short"));
-    }
-    if u16::from_le_bytes([payload[0], payload[1]]) as usize != lanes.count {
-        return Err(corrupt("lane count does not match the block"));
     }
     let mut at = 2 + 4 * lanes.count;
     let mut decs = Vec::with_capacity(lanes.count);

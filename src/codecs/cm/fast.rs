@@ -126,7 +126,7 @@ impl FastPredictor {
         // Learning rates in 1/4096 units of the float mixer's (1e-4 units in `Params`).
         let rate = |r: u16| (r as i32 * 4096 / 10_000).max(1);
         FastPredictor {
-            lanes: Lanes::new(len, 1, 1),
+            lanes: Self::lanes_for(len),
             kinds,
             hist,
             state: LaneState::default(),
@@ -161,6 +161,11 @@ impl FastPredictor {
             match_byte: 0,
             match_bucket: 0,
         }
+    }
+
+    /// The lanes of a block of `len` bytes: one.
+    pub fn lanes_for(len: usize) -> Lanes {
+        Lanes::new(len, 1, 1)
     }
 
     /// Slots of the model of a block of `len` bytes: scaled to the block and to how many

@@ -166,8 +166,6 @@ pub struct Pack {
     /// A pre-trained network whose predictions the blocks that start from the pack mix in
     /// (tensors named `frozen.*`).
     pub(crate) network: Option<Arc<Frozen>>,
-    /// Bytes of the network's tensors.
-    network_bytes: u64,
 }
 
 /// Names of a pack's network tensors start with this.
@@ -196,7 +194,8 @@ impl Pack {
     /// Bytes it holds in memory.
     pub fn bytes(&self) -> u64 {
         let strings = self.config.len() + self.kind.len() + self.description.len();
-        self.state.bytes() + self.network_bytes + strings as u64
+        let network = self.network.as_ref().map_or(0, |n| n.bytes());
+        self.state.bytes() + network + strings as u64
     }
 
     /// Its name, as archives that need it record it.
@@ -427,15 +426,10 @@ impl Pack {
                 "its history must be a multiple of {HISTORY_ALIGN} bytes up to {HISTORY_MAX}"
             )));
         }
-        let network_bytes: usize = st
-            .tensors()
-            .iter()
-            .filter(|(n, _)| n.starts_with(NETWORK_PREFIX))
-            .map(|(_, t)| t.data().len())
-            .sum();
-        let network = match network_bytes {
-            0 => None,
-            _ => Some(Arc::new(Frozen::from_tensors(&st, NETWORK_PREFIX)?)),
+        // Any tensor of the network's names makes the pack carry one (or be refused).
+        let network = match st.names().iter().any(|n| n.starts_with(NETWORK_PREFIX)) {
+            true => Some(Arc::new(Frozen::from_tensors(&st, NETWORK_PREFIX)?)),
+            false => None,
         };
         Ok(Pack {
             id: PackId { name, sha256 },
@@ -445,7 +439,6 @@ impl Pack {
             geometry,
             state,
             network,
-            network_bytes: network_bytes as u64,
         })
     }
 }

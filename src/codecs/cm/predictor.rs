@@ -299,9 +299,8 @@ impl Predictor {
         model.load(&pack.state)
     }
 
-    /// The lanes of a block of `len` bytes, fresh or after a pack's history (`new_in`).
-    pub fn lanes_for(cfg: Params, len: usize, pack: Option<&Pack>) -> Lanes {
-        let history = pack.map_or(0, |p| p.state.history.len());
+    /// The lanes of a block of `len` bytes after `history` bytes (a pack's, `new_in`).
+    pub fn lanes_for(cfg: Params, len: usize, history: usize) -> Lanes {
         Lanes::new(len, cfg.max_lanes as usize, cfg.min_lane as usize).after(history)
     }
 
@@ -440,8 +439,7 @@ impl Predictor {
         history: &[u8],
         network: Option<Arc<Frozen>>,
     ) -> Self {
-        let lanes =
-            Lanes::new(len, cfg.max_lanes as usize, cfg.min_lane as usize).after(history.len());
+        let lanes = Self::lanes_for(cfg, len, history.len());
         let (kinds, orders) = select(cfg.contexts);
         let n = kinds.len();
         let n_in = n + N_EXTRA;

@@ -76,9 +76,9 @@ pub type Tensor = (String, Dtype, Vec<usize>, Vec<u8>);
 /// The tensors of a network file, named with `prefix` before their own names: what a pack
 /// holds of it (an error where the file is not a network).
 pub fn tensors(file: &[u8], prefix: &str) -> Result<Vec<Tensor>> {
-    Frozen::from_file(file)?;
     let st = SafeTensors::deserialize(file)
         .map_err(|e| Error::BadPack(format!("network: not one: {e}")))?;
+    Frozen::from_tensors(&st, "")?;
     let mut out: Vec<_> = st
         .tensors()
         .into_iter()
@@ -215,6 +215,14 @@ impl Frozen {
         })
     }
 
+    /// Bytes its tables hold.
+    pub fn bytes(&self) -> u64 {
+        let layers = [&self.fuse, &self.bb1, &self.bb2, &self.head1, &self.head2];
+        let rescale = std::mem::size_of::<Rescale>();
+        let weights: usize = layers.iter().map(|l| l.w.len() + rescale * l.rows()).sum();
+        (self.emb.len() + self.gelu.len() + 4 * self.exp.len() + weights) as u64
+    }
+
     /// A stream's state at its start.
     pub fn state(&self) -> State {
         let widest = [&self.fuse, &self.bb1, &self.bb2, &self.head1, &self.head2]
@@ -260,9 +268,7 @@ impl Frozen {
     pub fn predict(&self, s: &mut State, counts: &mut [u32; 256]) {
         let (d, e) = (self.d, self.e);
         s.input[..d].copy_from_slice(&s.h);
-        let mut cur = [0i8; PMAX * E_MAX];
-        self.embed(&s.patch, &mut cur[..PMAX * e]);
-        s.input[d..d + PMAX * e].copy_from_slice(&cur[..PMAX * e]);
+        self.embed(&s.patch, &mut s.input[d..d + PMAX * e]);
         let hh = self.head1.rows();
         self.gelu_layer(
             &self.head1,
@@ -289,10 +295,9 @@ impl Frozen {
         let (d, e, k) = (self.d, self.e, self.k);
         // The newest patch first: the others move one place back, the oldest drops.
         s.fused.copy_within(0..(k - 1) * d, d);
-        let mut bytes = [0i8; PMAX * E_MAX];
-        self.embed(&s.patch, &mut bytes[..PMAX * e]);
-        self.gelu_layer(&self.fuse, &bytes[..PMAX * e], &mut s.acc, &mut s.hidden);
-        s.fused[..d].copy_from_slice(&s.hidden[..d]);
+        self.embed(&s.patch, &mut s.input[..PMAX * e]);
+        let fused = &mut s.fused[..d];
+        self.gelu_layer(&self.fuse, &s.input[..PMAX * e], &mut s.acc, fused);
         let hb = self.bb1.rows();
         self.gelu_layer(&self.bb1, &s.fused, &mut s.acc, &mut s.hidden);
         self.bb2
