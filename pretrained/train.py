@@ -14,6 +14,7 @@ The network predicts each byte's 256-way distribution from the bytes before it:
   embeddings of the bytes of the current patch so far, through an MLP to 256 logits.
 
 Usage: pretrained/train.py TYPE [--backbone pac|trace] [--steps N] [--minutes M]
+                           [--mix TYPE2:WEIGHT]... [--crlf SHARE]
 Checkpoints go to target/pretrained/TYPE-BACKBONE/ (ckpt.pkl, log.tsv).
 """
 
@@ -62,9 +63,28 @@ def patches(x):
     return pid, place, pbytes[:, :NP]
 
 
-def batch(data, rng, b):
-    starts = rng.integers(0, len(data) - WINDOW, b)
-    x = np.stack([np.frombuffer(data, np.uint8, WINDOW, s) for s in starts]).astype(np.int32)
+def batch(sources, rng, b, crlf=0.0):
+    """A batch of `b` windows of WINDOW bytes from random places of `sources` ((bytes, weight)
+    pairs), each window's source drawn by weight; with probability `crlf` a window has its
+    line ends as CR LF (files from other systems: the corpora's are LF only)."""
+    weights = np.array([w for _, w in sources], float)
+    pick = np.zeros(b, int)
+    if len(sources) > 1:
+        pick = rng.choice(len(sources), size=b, p=weights / weights.sum())
+    if len(sources) == 1:
+        # One draw for all, as the held-out batches have always been drawn.
+        starts = rng.integers(0, len(sources[0][0]) - WINDOW, b)
+    else:
+        starts = [int(rng.integers(0, len(sources[i][0]) - WINDOW)) for i in pick]
+    crlfs = rng.random(b) < crlf if crlf > 0 else np.zeros(b, bool)
+    rows = []
+    for i, s, c in zip(pick, starts, crlfs):
+        data = sources[i][0]
+        w = data[s : s + WINDOW]
+        if c:
+            w = data[s : s + 2 * WINDOW].replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")[:WINDOW]
+        rows.append(np.frombuffer(w, np.uint8))
+    x = np.stack(rows).astype(np.int32)
     pid, place, pbytes = patches(x)
     # The bytes of each byte's patch before it: its patch's bytes, those at or past its place
     # masked.
@@ -154,14 +174,23 @@ def main():
     ap.add_argument("--minutes", type=float, default=1e9)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument(
+        "--mix",
+        action="append",
+        default=[],
+        metavar="TYPE:WEIGHT",
+        help="another corpus to draw windows from, with its weight (TYPE's own is 1)",
+    )
+    ap.add_argument("--crlf", type=float, default=0.15, help="share of windows with CR LF")
     args = ap.parse_args()
     import jax
     import jax.numpy as jnp
     import optax
 
     corpus = ROOT / "target/pretrained/corpus"
-    train = (corpus / f"{args.type}.train").read_bytes()
-    held = (corpus / f"{args.type}.heldout").read_bytes()
+    mix = [(args.type, 1.0)] + [(m.split(":")[0], float(m.split(":")[1])) for m in args.mix]
+    train = [((corpus / f"{t}.train").read_bytes(), w) for t, w in mix]
+    held = {t: (corpus / f"{t}.heldout").read_bytes() for t, _ in mix}
     out = ROOT / f"target/pretrained/{args.type}-{args.backbone}"
     out.mkdir(parents=True, exist_ok=True)
     sched = optax.warmup_cosine_decay_schedule(0.0, args.lr, 500, args.steps, args.lr * 0.05)
@@ -187,23 +216,38 @@ def main():
 
     evaluate = jax.jit(lf)
     rng = np.random.default_rng(step)
-    held_rng = np.random.default_rng(12345)
-    held_batches = [batch(held, held_rng, 32) for _ in range(8)]
-    log = open(out / "log.tsv", "a")
-    if step == 0:
-        log.write("step\tseconds\ttrain_bpb\theldout_bpb\n")
+    # Fixed held-out batches per type (LF only, as the files are), the same every run.
+    held_batches = {}
+    for t, h in held.items():
+        held_rng = np.random.default_rng(12345)
+        held_batches[t] = [batch([(h, 1.0)], held_rng, 32) for _ in range(8)]
+    log_path = out / "log.tsv"
+    columns = "step\tseconds\ttrain_bpb\theldout_bpb" + "".join(
+        f"\theldout_{t}" for t, _ in mix[1:]
+    )
+    last_header = ""
+    if log_path.exists():
+        last_header = next(
+            (l.rstrip("\n") for l in reversed(log_path.read_text().splitlines(True)) if l.startswith("step")),
+            "",
+        )
+    log = open(log_path, "a")
+    # A run with other corpora than the last writes its columns' header again.
+    if last_header != columns:
+        log.write(columns + "\n")
     started = time.time()
     running = []
     while step < args.steps and time.time() - started < args.minutes * 60:
-        params, state, loss = update(params, state, *batch(train, rng, args.batch))
+        params, state, loss = update(params, state, *batch(train, rng, args.batch, args.crlf))
         running.append(float(loss))
         step += 1
         out_of_time = time.time() - started >= args.minutes * 60
         if step % 250 == 0 or step == args.steps or out_of_time:
-            h = np.mean([float(evaluate(params, *hb)) for hb in held_batches])
+            hs = [np.mean([float(evaluate(params, *hb)) for hb in held_batches[t]]) for t, _ in mix]
             t = time.time() - started
-            print(f"step {step} {t:.0f}s train {np.mean(running):.3f} held-out {h:.3f}", flush=True)
-            log.write(f"{step}\t{t:.0f}\t{np.mean(running):.4f}\t{h:.4f}\n")
+            shown = " ".join(f"{k} {h:.3f}" for (k, _), h in zip(mix, hs))
+            print(f"step {step} {t:.0f}s train {np.mean(running):.3f} held-out {shown}", flush=True)
+            log.write(f"{step}\t{t:.0f}\t{np.mean(running):.4f}\t" + "\t".join(f"{h:.4f}" for h in hs) + "\n")
             log.flush()
             running = []
             saved = {

@@ -200,6 +200,16 @@ pub struct Flags {
     /// built-in text pack for text at the default level; `none`: no pack.
     #[arg(long, value_name = "PATH|auto|none")]
     pub pack: Option<PathBuf>,
+    /// The predictor's network: `auto` (the default) runs the pack's pre-trained network
+    /// where it has one, else the level's own (level 9); `none` runs none, at any level.
+    #[arg(
+        long,
+        value_name = "auto|none",
+        value_enum,
+        default_value = "auto",
+        hide_possible_values = true
+    )]
+    pub net: NetArg,
     /// Code each float tensor of FILE against the same tensor of BASE, an earlier checkpoint;
     /// decompressing, the base the archive was made against.
     #[arg(long, value_name = "BASE")]
@@ -213,6 +223,16 @@ pub struct Flags {
         hide_possible_values = true
     )]
     pub backbone: BackboneArg,
+}
+
+/// The network choices of the command line.
+#[derive(Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum NetArg {
+    /// The pack's pre-trained network, else the level's own.
+    #[default]
+    Auto,
+    /// No network.
+    None,
 }
 
 /// Backbones selectable on the command line.

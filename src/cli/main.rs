@@ -76,6 +76,7 @@ fn options(flags: &Flags, bar: &Option<ProgressBar>) -> Result<Options, Failure>
         opts.pack_lookup = Some(packs_in(PathBuf::from(dir)));
     }
     opts.backbone = flags.backbone.backbone();
+    opts.network = flags.net == args::NetArg::Auto;
     if let Some(path) = &flags.patch_from {
         opts.base = Some(Arc::new(load_base(path)?));
     }

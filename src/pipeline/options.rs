@@ -62,6 +62,10 @@ pub struct Options {
     /// Backbone of the context-mixing codec's network (compression only; decoding uses the
     /// archive's).
     pub backbone: Backbone,
+    /// Whether the context-mixing codec runs a network: the pack's pre-trained one where the
+    /// pack has one, else the level's own where it has one (level 9); false: none at any
+    /// level (compression only; the archive records it).
+    pub network: bool,
     /// Element type of an input that is a raw float array (compression only).
     pub dtype: Option<DType>,
     /// Called with the number of input bytes finished, from worker threads.
@@ -96,6 +100,7 @@ impl Default for Options {
             block_size: DEFAULT_BLOCK_SIZE,
             level: DEFAULT_LEVEL,
             backbone: Backbone::default(),
+            network: true,
             dtype: None,
             progress: None,
             on_block: None,
@@ -147,7 +152,9 @@ impl Options {
 
     /// The context-mixing codec's configuration these options give, without a pack.
     pub(crate) fn cm(&self) -> CmConfig {
-        CmConfig::for_level(self.level, self.backbone)
+        let mut c = CmConfig::for_level(self.level, self.backbone);
+        c.params.network = self.network;
+        c
     }
 
     /// The context-mixing codec's configuration to compress `input` (its start, or all of it),

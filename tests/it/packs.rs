@@ -427,6 +427,17 @@ fn a_pack_carries_a_network_that_every_block_from_it_mixes_in() {
         assert!(out == data, "decodes to other bytes");
     }
     sep::set_kernels(Kernels::detect());
+    // `--net none`: the same pack starts the model, its network does not run; recorded, so
+    // the archive decodes without being told.
+    let mut off = opts(1, Kernels::detect());
+    off.network = false;
+    let c = archive(data, off, PackChoice::Given(networked.clone()));
+    assert_ne!(a, c, "the network ran with --net none");
+    let mut o = opts(2, Kernels::detect());
+    o.packs = vec![networked.clone()];
+    let mut out = Vec::new();
+    sep::decompress_to_vec(&c, &mut out, &o).unwrap();
+    assert!(out == data, "decodes to other bytes without the network");
     // A damaged network is refused with the pack, in one line.
     let mut bad = spec("networked");
     bad.network = Some(net[..net.len() / 2].to_vec());

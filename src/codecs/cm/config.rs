@@ -73,6 +73,8 @@ const NEURAL_LEVEL: u8 = 3;
 const FLAG_PACK: u8 = 4;
 /// Flag bit of `NEURAL_LEVEL`: the network's backbone is TRACE rather than PAC.
 const FLAG_TRACE: u8 = 8;
+/// Flag bit of `NEURAL_LEVEL`: no network runs (`Params::network` false).
+const FLAG_NO_NETWORK: u8 = 16;
 /// Most lanes an archive may ask for. The encoder writes 1; more lanes batch the network
 /// over them, and each lane holds the network's state, so the bound keeps a header's memory
 /// and work to what an encoder could ask.
@@ -111,7 +113,16 @@ impl CmConfig {
 
     /// Whether `pack` was trained for this configuration's model (level, contexts, network).
     pub fn fits(&self, pack: &Pack) -> bool {
-        !self.params.fast && pack.config == self.without_pack().to_bytes()
+        !self.params.fast && pack.config == self.pack_key()
+    }
+
+    /// What a pack for this configuration records of it (`Pack::config`): the configuration
+    /// without its pack, with its network on (a model without one starts from the same
+    /// packs).
+    fn pack_key(&self) -> Vec<u8> {
+        let mut c = self.without_pack();
+        c.params.network = true;
+        c.to_bytes()
     }
 
     /// This configuration without its pack: every block's model starts fresh.
@@ -142,7 +153,7 @@ impl CmConfig {
                 self.level
             )));
         }
-        if pack.config != self.to_bytes() {
+        if pack.config != self.pack_key() {
             return Err(Error::BadPack(format!(
                 "{} was trained for another model (level, contexts or network) than level {}'s",
                 pack.id, self.level
@@ -161,6 +172,7 @@ impl CmConfig {
             && !c.lean
             && !c.fast
             && c.net.backbone == Backbone::Pac
+            && c.network
             && self.pack.is_none();
         let pack_flag = if self.pack.is_some() { FLAG_PACK } else { 0 };
         let trace_flag = if c.net.backbone == Backbone::Trace {
@@ -168,7 +180,8 @@ impl CmConfig {
         } else {
             0
         };
-        let flags = c.lean as u8 | (c.fast as u8) << 1 | pack_flag | trace_flag;
+        let off_flag = if c.network { 0 } else { FLAG_NO_NETWORK };
+        let flags = c.lean as u8 | (c.fast as u8) << 1 | pack_flag | trace_flag | off_flag;
         let mut b = match short {
             true => vec![NEURAL_DEFAULT],
             false => vec![NEURAL_LEVEL, self.level, flags],
@@ -249,6 +262,7 @@ impl CmConfig {
                 hidden: u16_at(10),
                 lr: u16_at(12),
             },
+            network: flags & FLAG_NO_NETWORK == 0,
             contexts,
             lean: flags & 1 != 0,
             fast: flags & 2 != 0,
@@ -260,7 +274,7 @@ impl CmConfig {
             || !LEVELS.contains(&level)
             || c.contexts == 0
             || c.contexts >> MAX_HASHED != 0
-            || flags & !15 != 0
+            || flags & !31 != 0
             || flags & 3 == 3
             || (c.fast && (pack.is_some() || c.net.backbone != Backbone::Pac))
         {
@@ -289,6 +303,7 @@ impl CmConfig {
             );
         }
         let net = match c.net.hidden {
+            _ if !c.network => "no network (switched off)".to_string(),
             0 => "no network".to_string(),
             h => match c.net.backbone {
                 Backbone::Pac => format!("backbone pac ({h} hidden)"),
@@ -368,6 +383,23 @@ mod tests {
         assert!(
             CmConfig::from_bytes(&bad).is_err(),
             "the fast predictor with a network accepted"
+        );
+        // A model without its network (`--net none`) is recorded as such, at any level, and
+        // fits the packs of the model with it.
+        for level in 2..=9 {
+            let mut c = CmConfig::for_level(level, Backbone::Pac);
+            c.params.network = false;
+            let (back, _) = CmConfig::from_bytes(&c.to_bytes()).unwrap();
+            assert!(!back.params.network && back == c);
+            let mut on = c.clone();
+            on.params.network = true;
+            assert_eq!(c.pack_key(), on.to_bytes());
+        }
+        let mut bad = CmConfig::for_level(9, Backbone::Pac).to_bytes();
+        bad[2] |= 32;
+        assert!(
+            CmConfig::from_bytes(&bad).is_err(),
+            "unknown flag 32 accepted"
         );
         // The default level keeps its short form, so its archives are unchanged.
         assert_eq!(CmConfig::default().to_bytes()[0], NEURAL_DEFAULT);

@@ -23,8 +23,13 @@ use std::sync::Arc;
 /// Mixer inputs besides the hashed contexts: order 0, order 1, match, network, bias, match
 /// strength, chain.
 const N_EXTRA: usize = 7;
+/// Mixer inputs a network adds besides its bit probability: the probability itself, linear,
+/// and the bit of the byte it expects most.
+const N_NET: usize = 2;
 /// Most mixer inputs.
-const MAX_IN: usize = MAX_HASHED + N_EXTRA;
+const MAX_IN: usize = MAX_HASHED + N_EXTRA + N_NET;
+/// Buckets of the network's confidence that select weight sets and probability maps.
+const NET_BUCKETS: usize = 6;
 /// Learning rate of the chain's weights.
 const CHAIN_LR: f32 = 0.02;
 /// Bytes at the end of a pack's history that lane 0 reads as if coding them (`prime`).
@@ -45,6 +50,9 @@ pub struct Params {
     pub mix_lr_start: u16,
     /// The network's shape and learning rate.
     pub net: NetConfig,
+    /// Whether a network runs at all: a pack's pre-trained one where the pack has one, else
+    /// an online one of `net`'s shape where `net` has hidden units (false: `--net none`).
+    pub network: bool,
     /// The hashed contexts (bit i: the catalogue's context i, `experts::CATALOGUE`).
     pub contexts: u32,
     /// One mixer and one probability map instead of five and three, no refinement chain: the
@@ -71,6 +79,7 @@ impl Default for Params {
                 hidden: 0,
                 ..NetConfig::default()
             },
+            network: true,
             contexts: DEFAULT_CONTEXTS,
             lean: false,
             fast: false,
@@ -143,6 +152,12 @@ pub struct Predictor {
     net: Option<Network>,
     net_cdf: Vec<f32>,
     net_match: Vec<(Option<u8>, usize)>,
+    /// Per lane, the byte the network expects most.
+    net_top: Vec<u8>,
+    /// For the bit being coded: the network's confidence bucket (0 without a frozen network).
+    net_bucket: usize,
+    /// Whether the network is a pack's pre-trained one.
+    frozen: bool,
 }
 
 /// The bit histories in `slots` of the contexts' slots `slot` at nibble node `nib` (0 past
@@ -354,7 +369,8 @@ impl Predictor {
         if s.chain.len() != self.chain_w.len() * 2 {
             return bad("chain weights");
         }
-        if s.net.len() != self.net.as_ref().map_or(0, |n| n.params().len()) {
+        // A model without a network (`--net none`) leaves a pack's online weights unread.
+        if self.net.is_some() && s.net.len() != self.net.as_ref().map_or(0, |n| n.params().len()) {
             return bad("network weights");
         }
         if self.mixers().iter().zip(&s.mixers).any(|(m, (w, uses))| {
@@ -442,7 +458,25 @@ impl Predictor {
         let lanes = Self::lanes_for(cfg, len, history.len());
         let (kinds, orders) = select(cfg.contexts);
         let n = kinds.len();
-        let n_in = n + N_EXTRA;
+        // A pack with a pre-trained network shapes the mixers for its extra inputs and
+        // selectors (the online networks' archives predate them), whether it runs or not
+        // (`--net none`), so that the pack's state fits either way.
+        let frozen = network.is_some();
+        let net = match network.filter(|_| cfg.network) {
+            // A pack's pre-trained network takes the place of the online one.
+            Some(net) => Some(Network::Frozen(Box::new(FrozenLanes::new(
+                net,
+                lanes.count,
+            )))),
+            None => (cfg.network && cfg.net.hidden > 0 && !frozen)
+                .then(|| Network::new(cfg.net, lanes.count)),
+        };
+        // A network's confidence selects the novelty mixer's weight sets and the order-0
+        // map's contexts, and its extra inputs join every mixer.
+        let (n_in, buckets) = match frozen {
+            true => (n + N_EXTRA + N_NET, NET_BUCKETS),
+            false => (n + N_EXTRA, 1),
+        };
         let stages = if cfg.lean { 0 } else { orders };
         let Tables {
             slots: n_slots,
@@ -484,9 +518,9 @@ impl Predictor {
             mix_a: Mixer::new(n_in, 256, lr, lr0, 0.3),
             mix_b: Mixer::new(n_in, 16 * 8, lr, lr0, 0.3),
             mix_c: Mixer::new(n_in, 256 * 4, lr, lr0, 0.3),
-            mix_d: Mixer::new(n_in, 8 * 8 * 4, lr, lr0, 0.3),
+            mix_d: Mixer::new(n_in, 8 * 8 * 4 * buckets, lr, lr0, 0.3),
             mix_final: Mixer::new(4, 256, lr * 0.5, lr0 * 0.5, 0.25),
-            apm_a: Apm::new(256, 7),
+            apm_a: Apm::new(256 * buckets, 7),
             apm_b: Apm::new_in(65536, 7, ws.apm_order1),
             apm_c: Apm::new_in(256 << order2_bits, 7, ws.apm_order2),
             order2_bits,
@@ -494,13 +528,12 @@ impl Predictor {
             x: [0.0; MAX_IN],
             chain_w: vec![[1.0, 0.0]; stages * 256],
             chain_at: vec![(0, 0.0, 0.0); stages],
-            // A pack's pre-trained network takes the place of the online one.
-            net: match network {
-                Some(n) => Some(Network::Frozen(Box::new(FrozenLanes::new(n, lanes.count)))),
-                None => (cfg.net.hidden > 0).then(|| Network::new(cfg.net, lanes.count)),
-            },
+            net,
             net_cdf: vec![0.0; lanes.count * 257],
             net_match: vec![(None, 0); lanes.count],
+            net_top: vec![0; lanes.count],
+            net_bucket: 0,
+            frozen,
         }
     }
 
@@ -541,11 +574,20 @@ impl Predictor {
             for l in 0..active {
                 let cdf = &mut self.net_cdf[l * 257..l * 257 + 257];
                 let mut run = 0.0f32;
-                for (c, &p) in cdf.iter_mut().zip(&probs[l * 256..l * 256 + 256]) {
+                let (mut top, mut most) = (0, -1.0);
+                for (i, (c, &p)) in cdf
+                    .iter_mut()
+                    .zip(&probs[l * 256..l * 256 + 256])
+                    .enumerate()
+                {
                     *c = run;
                     run += p;
+                    if p > most {
+                        (top, most) = (i, p);
+                    }
                 }
                 cdf[256] = run;
+                self.net_top[l] = top as u8;
             }
         }
     }
@@ -632,20 +674,38 @@ impl Predictor {
             }
             _ => (0.0, 0.0),
         };
-        x[n + 3] = if self.net.is_some() {
+        self.net_bucket = 0;
+        if self.net.is_some() {
             let cdf = &self.net_cdf[l * 257..l * 257 + 257];
             let width = 256usize >> bitpos;
             let lo = ((lb.c0 as usize) - (1 << bitpos)) * width;
             let total = cdf[lo + width] - cdf[lo];
             let ones = cdf[lo + width] - cdf[lo + width / 2];
-            if total > 0.0 {
-                stretch(ones / total)
-            } else {
-                0.0
+            let p = if total > 0.0 { ones / total } else { 0.5 };
+            let s = stretch(p);
+            x[n + 3] = s;
+            if self.frozen {
+                x[n + N_EXTRA] = (p - 0.5) * 4.0;
+                // The expected byte, while the bits so far agree with it: its next bit, signed,
+                // by how sure the network is of the byte given those bits.
+                let top = self.net_top[l] as usize;
+                x[n + N_EXTRA + 1] = if (top | 256) >> (8 - bitpos) == lb.c0 as usize && total > 0.0
+                {
+                    let sure = (cdf[top + 1] - cdf[top]) / total;
+                    let sign = if (top >> (7 - bitpos)) & 1 == 1 {
+                        1.0
+                    } else {
+                        -1.0
+                    };
+                    sign * stretch(sure.clamp(0.5, 0.999)) * 0.5
+                } else {
+                    0.0
+                };
+                self.net_bucket = 1 + (s.abs() as usize).min(NET_BUCKETS - 2);
             }
         } else {
-            0.0
-        };
+            x[n + 3] = 0.0;
+        }
         x[n + 4] = 0.25;
         let (sa, pa) = self.mix_a.mix(x, lb.c0 as usize);
         if self.lean {
@@ -657,14 +717,14 @@ impl Predictor {
         let (sc, _) = self.mix_c.mix(x, (lb.b1 * 4 + lb.pos_mod) as usize);
         // Weight set by how many orders have seen this context, the bit, whether a match
         // predicts, and whether the byte before is ASCII.
-        let novelty = (seen * 8 + bitpos as usize) * 4;
+        let novelty = ((self.net_bucket * 8 + seen) * 8 + bitpos as usize) * 4;
         let (sd, _) = self.mix_d.mix(
             x,
             novelty + (lb.match_bucket > 0) as usize * 2 + (lb.b1 >= 128) as usize,
         );
         let (s, _) = self.mix_final.mix(&[sa, sb, sc, sd], lb.c0 as usize);
         let p16 = to_p16(super::mixing::squash(s));
-        let pa = self.apm_a.refine(s, lb.c0 as usize);
+        let pa = self.apm_a.refine(s, self.net_bucket << 8 | lb.c0 as usize);
         let pb = self.apm_b.refine(s, (lb.c0 | lb.b1 << 8) as usize);
         let pc = self.apm_c.refine(s, (lb.c0 | lb.h2) as usize);
         ((p16 * 2 + pa + pb + 2 * pc) / 6).clamp(1, 65535)
