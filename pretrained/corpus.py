@@ -179,6 +179,7 @@ def download_npm(spec, work):
 
 
 def npm_members(tgz):
+    """(path, bytes) of every file in the npm tarball, in order of path."""
     with tarfile.open(tgz) as tar:
         for m in sorted((m for m in tar if m.isfile()), key=lambda m: m.name):
             yield m.name, tar.extractfile(m).read()

@@ -130,6 +130,28 @@ fn decoding_holds_what_it_reserves_and_refuses_what_does_not_fit() {
             o.pack = sep::PackChoice::Off;
         }),
     ));
+    // A level-9 pack with a pre-trained network (the test fixture's), which adds the maps
+    // that refine the network's probability.
+    let spec = sep::PackSpec {
+        name: "networked".into(),
+        kind: "text".into(),
+        description: "test".into(),
+        level: 9,
+        backbone: sep::Backbone::Pac,
+        slots_log: 14,
+        history: 4 << 10,
+        network: Some(common::repo_file("tests/data/net/frozen-small.safetensors")),
+    };
+    let bytes = sep::pretrain(&text("text/tar-NEWS")[..16 << 10], &spec, &|_| {}).unwrap();
+    let networked = std::sync::Arc::new(sep::Pack::from_file(&bytes).unwrap());
+    cases.push((
+        "text, level 9, a pack with a network",
+        text("text/findutils-NEWS")[..32 << 10].to_vec(),
+        opts(&|o| {
+            o.level = 9;
+            o.pack = sep::PackChoice::Given(networked.clone());
+        }),
+    ));
     cases.push(("executable", text("binary/xargs"), opts(&|_| {})));
     cases.push((
         "tensors, f32",
@@ -168,10 +190,8 @@ fn decoding_holds_what_it_reserves_and_refuses_what_does_not_fit() {
         );
         // A limit just under the reservation refuses the archive (a one-thread run holds one
         // block at a time, so no waiting makes room), before its tables are allocated.
-        let tight = opts(&|t| {
-            t.threads = 1;
-            t.memory = stats.memory_peak - 1;
-        });
+        let mut tight = o.clone();
+        tight.memory = stats.memory_peak - 1;
         if o.threads == 1 {
             match decode_peak(&archive, &tight) {
                 Err(sep::Error::MemoryNeed { .. }) => {}

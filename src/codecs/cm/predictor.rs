@@ -23,9 +23,12 @@ use std::sync::Arc;
 /// Mixer inputs besides the hashed contexts: order 0, order 1, match, network, bias, match
 /// strength, chain.
 const N_EXTRA: usize = 7;
-/// Mixer inputs a network adds besides its bit probability: the probability itself, linear,
-/// and the bit of the byte it expects most.
-const N_NET: usize = 2;
+/// Mixer inputs a pre-trained network adds besides its bit probability: the probability
+/// linear, the bit of the byte it expects most, and the probability refined by two maps.
+const N_NET: usize = 4;
+/// Contexts of the maps that refine a pre-trained network's probability: the bits of the
+/// byte so far, and those with the byte the network expects most.
+const NET_MAPS: [usize; 2] = [256, 65536];
 /// Most mixer inputs.
 const MAX_IN: usize = MAX_HASHED + N_EXTRA + N_NET;
 /// Buckets of the network's confidence that select weight sets and probability maps.
@@ -158,6 +161,8 @@ pub struct Predictor {
     net_bucket: usize,
     /// Whether the network is a pack's pre-trained one.
     frozen: bool,
+    /// With a pre-trained network, the maps that refine its probability (`NET_MAPS`).
+    net_maps: Vec<Apm>,
 }
 
 /// The bit histories in `slots` of the contexts' slots `slot` at nibble node `nib` (0 past
@@ -326,8 +331,14 @@ impl Predictor {
         let tables = Tables::for_block(cfg, len, pack.map(|(p, fit)| (p.geometry, fit)));
         let hist = history + len;
         let order2 = 256usize << tables.order2_bits;
-        (tables.slots * SLOT + hist + MatchTable::bytes_for(hist) + Apm::bytes_for(65536 + order2))
-            as u64
+        let net_maps = match pack.is_some_and(|(p, _)| p.network.is_some()) {
+            true => NET_MAPS.iter().sum(),
+            false => 0,
+        };
+        (tables.slots * SLOT
+            + hist
+            + MatchTable::bytes_for(hist)
+            + Apm::bytes_for(65536 + order2 + net_maps)) as u64
             + FIXED_MAX
     }
 
@@ -519,7 +530,7 @@ impl Predictor {
             mix_b: Mixer::new(n_in, 16 * 8, lr, lr0, 0.3),
             mix_c: Mixer::new(n_in, 256 * 4, lr, lr0, 0.3),
             mix_d: Mixer::new(n_in, 8 * 8 * 4 * buckets, lr, lr0, 0.3),
-            mix_final: Mixer::new(4, 256, lr * 0.5, lr0 * 0.5, 0.25),
+            mix_final: Mixer::new(4 + frozen as usize, 256, lr * 0.5, lr0 * 0.5, 0.25),
             apm_a: Apm::new(256 * buckets, 7),
             apm_b: Apm::new_in(65536, 7, ws.apm_order1),
             apm_c: Apm::new_in(256 << order2_bits, 7, ws.apm_order2),
@@ -533,6 +544,10 @@ impl Predictor {
             net_match: vec![(None, 0); lanes.count],
             net_top: vec![0; lanes.count],
             net_bucket: 0,
+            net_maps: match frozen {
+                true => NET_MAPS.iter().map(|&c| Apm::new(c, 6)).collect(),
+                false => Vec::new(),
+            },
             frozen,
         }
     }
@@ -702,6 +717,12 @@ impl Predictor {
                     0.0
                 };
                 self.net_bucket = 1 + (s.abs() as usize).min(NET_BUCKETS - 2);
+                let c0 = lb.c0 as usize;
+                let [a, b] = &mut self.net_maps[..] else {
+                    unreachable!("two maps with a pre-trained network")
+                };
+                x[n + N_EXTRA + 2] = stretch(a.refine(s, c0) as f32 / 65536.0);
+                x[n + N_EXTRA + 3] = stretch(b.refine(s, top << 8 | c0) as f32 / 65536.0);
             }
         } else {
             x[n + 3] = 0.0;
@@ -722,7 +743,9 @@ impl Predictor {
             x,
             novelty + (lb.match_bucket > 0) as usize * 2 + (lb.b1 >= 128) as usize,
         );
-        let (s, _) = self.mix_final.mix(&[sa, sb, sc, sd], lb.c0 as usize);
+        let (s, _) = self
+            .mix_final
+            .mix(&[sa, sb, sc, sd, x[n + 3]], lb.c0 as usize);
         let p16 = to_p16(super::mixing::squash(s));
         let pa = self.apm_a.refine(s, self.net_bucket << 8 | lb.c0 as usize);
         let pb = self.apm_b.refine(s, (lb.c0 | lb.b1 << 8) as usize);
@@ -769,6 +792,11 @@ impl Predictor {
         }
         self.mix_a.update(b);
         self.apm_b.update(b);
+        if self.net.is_some() {
+            for m in &mut self.net_maps {
+                m.update(b);
+            }
+        }
         if !self.lean {
             self.mix_b.update(b);
             self.mix_c.update(b);
