@@ -119,3 +119,9 @@ def layout_seeds():
         open(os.path.join(d, name), "wb").write(data)
 
 layout_seeds()
+
+# The pack target also reads network files (`sep pretrain --net`): the test fixture's.
+d = os.path.join(out, "pack")
+os.makedirs(d, exist_ok=True)
+net = os.path.join(os.path.dirname(__file__), "..", "tests", "data", "net", "frozen-small.safetensors")
+open(os.path.join(d, "network"), "wb").write(open(net, "rb").read())

@@ -410,10 +410,19 @@ pub mod internals {
                 );
             }
             "pack" => {
-                // A pack file as `--pack` reads it, then fitted to the default level's model.
+                // A pack file as `--pack` reads it, then fitted to the default level's model;
+                // and a network file as `sep pretrain --net` reads it, then run on the input.
                 if let Ok(p) = crate::Pack::from_file(data) {
                     let config = crate::codecs::cm::CmConfig::default();
                     let _ = config.attach(std::sync::Arc::new(p));
+                }
+                if let Ok(net) = crate::codecs::net::frozen::Frozen::from_file(data) {
+                    let mut state = net.state();
+                    let mut counts = [0u32; 256];
+                    for &b in data.iter().take(64) {
+                        net.predict(&mut state, &mut counts);
+                        net.update(&mut state, b);
+                    }
                 }
             }
             "archive-range" => {
