@@ -13,7 +13,7 @@ The network predicts each byte's 256-way distribution from the bytes before it:
 - the head, once per byte: the backbone's output after the last finished patch, with the
   embeddings of the bytes of the current patch so far, through an MLP to 256 logits.
 
-Usage: pretrained/train.py TYPE [--backbone pac|trace] [--steps N] [--minutes M]
+Usage: pretrained/train.py TYPE [--backbone pac|trace] [--steps N] [--until N] [--minutes M]
                            [--mix TYPE2:WEIGHT]... [--crlf SHARE]
 Checkpoints go to target/pretrained/TYPE-BACKBONE/ (ckpt.pkl, log.tsv).
 """
@@ -172,6 +172,7 @@ def main():
     ap.add_argument("--backbone", default="pac", choices=["pac", "trace"])
     ap.add_argument("--steps", type=int, default=20000)
     ap.add_argument("--minutes", type=float, default=1e9)
+    ap.add_argument("--until", type=int, help="stop at this step (the schedule stays --steps)")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument(
@@ -237,12 +238,13 @@ def main():
         log.write(columns + "\n")
     started = time.time()
     running = []
-    while step < args.steps and time.time() - started < args.minutes * 60:
+    last = min(args.steps, args.until or args.steps)
+    while step < last and time.time() - started < args.minutes * 60:
         params, state, loss = update(params, state, *batch(train, rng, args.batch, args.crlf))
         running.append(float(loss))
         step += 1
         out_of_time = time.time() - started >= args.minutes * 60
-        if step % 250 == 0 or step == args.steps or out_of_time:
+        if step % 250 == 0 or step == last or out_of_time:
             hs = [np.mean([float(evaluate(params, *hb)) for hb in held_batches[t]]) for t, _ in mix]
             t = time.time() - started
             shown = " ".join(f"{k} {h:.3f}" for (k, _), h in zip(mix, hs))
