@@ -40,7 +40,8 @@ impl Rescale {
     /// `acc` rescaled.
     #[inline]
     pub fn apply(self, acc: i32) -> i32 {
-        let v = i64::from(acc) * i64::from(self.mult) + self.add;
+        // The product fits (2^62 at most); a file's bias may be anything, so the sum saturates.
+        let v = (i64::from(acc) * i64::from(self.mult)).saturating_add(self.add);
         let half = (1i64 << self.shift) >> 1;
         let r = v.saturating_add(half) >> self.shift;
         r.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32

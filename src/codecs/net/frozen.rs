@@ -68,6 +68,14 @@ pub struct Frozen {
     bb2: Layer,
     head1: Layer,
     head2: Layer,
+    /// `head1`'s weights of the backbone's output (its first `d` columns), `[rows, d]`.
+    head_ctx: Vec<i8>,
+    /// `head1`'s sums of each byte (257: the byte that is not there too) at each place of the
+    /// current patch, `[PMAX, 257, rows]`: a byte's share of the head's sums, added as it
+    /// arrives rather than recomputed every byte (integer sums: the same bits in any order).
+    head_bytes: Vec<i32>,
+    /// `head1`'s sums of a patch of no bytes (every place the byte that is not there).
+    head_empty: Vec<i32>,
 }
 
 /// A tensor to write: name, type, shape, bytes.
@@ -104,6 +112,8 @@ pub struct State {
     h: Vec<i8>,
     /// The current patch's bytes.
     patch: Vec<u8>,
+    /// `head1`'s sums for `h` and the current patch (`Frozen::head_bytes`).
+    head_sums: Vec<i32>,
     /// Scratch: a layer's input, sums, outputs.
     input: Vec<i8>,
     hidden: Vec<i8>,
@@ -200,8 +210,34 @@ impl Frozen {
         let bb2 = layer("bb2", Some(d), Some(bb1.rows()))?;
         let head1 = layer("head1", None, Some(d + PMAX * e))?;
         let head2 = layer("head2", Some(256), Some(head1.rows()))?;
+        let emb = i8s(emb);
+        let (hh, cols) = (head1.rows(), head1.cols);
+        let head_ctx = head1
+            .w
+            .chunks_exact(cols)
+            .flat_map(|row| row[..d].iter().copied())
+            .collect();
+        let mut head_bytes = vec![0i32; PMAX * 257 * hh];
+        for (j, place) in head_bytes.chunks_exact_mut(257 * hh).enumerate() {
+            for (b, sums) in place.chunks_exact_mut(hh).enumerate() {
+                let x = &emb[b * e..b * e + e];
+                for (sum, row) in sums.iter_mut().zip(head1.w.chunks_exact(cols)) {
+                    let w = &row[d + j * e..d + j * e + e];
+                    *sum = w
+                        .iter()
+                        .zip(x)
+                        .fold(0i32, |a, (&w, &x)| a.wrapping_add(w as i32 * x as i32));
+                }
+            }
+        }
+        let mut head_empty = vec![0i32; hh];
+        for place in head_bytes.chunks_exact(257 * hh) {
+            for (s, &v) in head_empty.iter_mut().zip(&place[256 * hh..257 * hh]) {
+                *s = s.wrapping_add(v);
+            }
+        }
         Ok(Frozen {
-            emb: i8s(emb),
+            emb,
             e,
             d,
             k,
@@ -212,6 +248,9 @@ impl Frozen {
             bb2,
             head1,
             head2,
+            head_ctx,
+            head_bytes,
+            head_empty,
         })
     }
 
@@ -220,7 +259,8 @@ impl Frozen {
         let layers = [&self.fuse, &self.bb1, &self.bb2, &self.head1, &self.head2];
         let rescale = std::mem::size_of::<Rescale>();
         let weights: usize = layers.iter().map(|l| l.w.len() + rescale * l.rows()).sum();
-        (self.emb.len() + self.gelu.len() + 4 * self.exp.len() + weights) as u64
+        let head = self.head_ctx.len() + 4 * (self.head_bytes.len() + self.head_empty.len());
+        (self.emb.len() + self.gelu.len() + 4 * self.exp.len() + weights + head) as u64
     }
 
     /// A stream's state at its start.
@@ -234,6 +274,8 @@ impl Frozen {
             fused: vec![0; self.k * self.d],
             h: vec![0; self.d],
             patch: Vec::with_capacity(PMAX),
+            // The backbone's output is zeros: the head's sums are the empty patch's.
+            head_sums: self.head_empty.clone(),
             input: vec![0; widest],
             hidden: vec![0; widest],
             acc: vec![0; widest],
@@ -266,15 +308,13 @@ impl Frozen {
     /// The next byte's distribution: `counts[b]` (each at least 1) in proportion to its
     /// probability.
     pub fn predict(&self, s: &mut State, counts: &mut [u32; 256]) {
-        let (d, e) = (self.d, self.e);
-        s.input[..d].copy_from_slice(&s.h);
-        self.embed(&s.patch, &mut s.input[d..d + PMAX * e]);
         let hh = self.head1.rows();
-        self.gelu_layer(
-            &self.head1,
-            &s.input[..d + PMAX * e],
-            &mut s.acc,
-            &mut s.hidden,
+        activate(
+            &s.head_sums,
+            &self.head1.rescale,
+            &self.gelu,
+            128,
+            &mut s.hidden[..hh],
         );
         self.head2
             .apply(&s.hidden[..hh], &mut s.acc[..256], &mut s.out[..256]);
@@ -288,8 +328,17 @@ impl Frozen {
 
     /// Learns nothing: moves the stream past `byte` (ending its patch where it ends one).
     pub fn update(&self, s: &mut State, byte: u8) {
+        let hh = self.head1.rows();
+        let place = s.patch.len();
         s.patch.push(byte);
         if !separator(byte) && s.patch.len() < PMAX {
+            // The byte takes its place's share of the head's sums from the byte not there.
+            let at = place * 257 * hh;
+            let now = &self.head_bytes[at + byte as usize * hh..][..hh];
+            let was = &self.head_bytes[at + 256 * hh..][..hh];
+            for ((sum, &n), &w) in s.head_sums.iter_mut().zip(now).zip(was) {
+                *sum = sum.wrapping_add(n).wrapping_sub(w);
+            }
             return;
         }
         let (d, e, k) = (self.d, self.e, self.k);
@@ -306,6 +355,11 @@ impl Frozen {
             *h = v.clamp(-128, 127) as i8;
         }
         s.patch.clear();
+        // A new patch: the head's sums of the new output and of no bytes.
+        matvec_i8(&self.head_ctx, &s.h, &mut s.head_sums);
+        for (sum, &v) in s.head_sums.iter_mut().zip(&self.head_empty) {
+            *sum = sum.wrapping_add(v);
+        }
     }
 }
 
