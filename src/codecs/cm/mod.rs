@@ -14,6 +14,7 @@ mod config;
 mod experts;
 mod fast;
 mod mixing;
+mod net_inputs;
 pub mod pack;
 mod predictor;
 mod states;

@@ -8,31 +8,22 @@
 //! replays it exactly. Lanes share all statistics and are processed in lane order.
 
 use super::experts::{back, context_hash, select, ContextKind, LaneState, MatchTable, MAX_HASHED};
-use super::mixing::{
-    counter_p12, counter_update, stretch, stretch_table, Apm, Mixer, COUNTER_INIT,
-};
+use super::mixing::{counter_p12, counter_update, stretch_table, Apm, Mixer, COUNTER_INIT};
+use super::net_inputs::{NetInputs, NET_BUCKETS, N_NET};
 use super::pack::{Geometry, Pack, State};
 use super::states::{Histories, HistoryMap};
 use super::tables::{refill, Workspace, FIXED_MAX};
 use crate::codecs::lanes::Lanes;
 use crate::codecs::net::frozen::Frozen;
-use crate::codecs::net::{FrozenLanes, NetConfig, Network};
+use crate::codecs::net::NetConfig;
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
 /// Mixer inputs besides the hashed contexts: order 0, order 1, match, network, bias, match
 /// strength, chain.
 const N_EXTRA: usize = 7;
-/// Mixer inputs a pre-trained network adds besides its bit probability: the probability
-/// linear, the bit of the byte it expects most, and the probability refined by two maps.
-const N_NET: usize = 4;
-/// Contexts of the maps that refine a pre-trained network's probability: the bits of the
-/// byte so far, and those with the byte the network expects most.
-const NET_MAPS: [usize; 2] = [256, 65536];
 /// Most mixer inputs.
 const MAX_IN: usize = MAX_HASHED + N_EXTRA + N_NET;
-/// Buckets of the network's confidence that select weight sets and probability maps.
-const NET_BUCKETS: usize = 6;
 /// Learning rate of the chain's weights.
 const CHAIN_LR: f32 = 0.02;
 /// Bytes at the end of a pack's history that lane 0 reads as if coding them (`prime`).
@@ -152,17 +143,8 @@ pub struct Predictor {
     chain_w: Vec<[f32; 2]>,
     /// Per stage: weight index, input and output of the last prediction.
     chain_at: Vec<(usize, f32, f32)>,
-    net: Option<Network>,
-    net_cdf: Vec<f32>,
-    net_match: Vec<(Option<u8>, usize)>,
-    /// Per lane, the byte the network expects most.
-    net_top: Vec<u8>,
-    /// For the bit being coded: the network's confidence bucket (0 without a frozen network).
-    net_bucket: usize,
-    /// Whether the network is a pack's pre-trained one.
-    frozen: bool,
-    /// With a pre-trained network, the maps that refine its probability (`NET_MAPS`).
-    net_maps: Vec<Apm>,
+    /// The network and what the mixers take of it.
+    net: NetInputs,
 }
 
 /// The bit histories in `slots` of the contexts' slots `slot` at nibble node `nib` (0 past
@@ -331,14 +313,12 @@ impl Predictor {
         let tables = Tables::for_block(cfg, len, pack.map(|(p, fit)| (p.geometry, fit)));
         let hist = history + len;
         let order2 = 256usize << tables.order2_bits;
-        let net_maps = match pack.is_some_and(|(p, _)| p.network.is_some()) {
-            true => NET_MAPS.iter().sum(),
-            false => 0,
-        };
+        let net_maps = NetInputs::bytes_for(pack.is_some_and(|(p, _)| p.network.is_some()));
         (tables.slots * SLOT
             + hist
             + MatchTable::bytes_for(hist)
-            + Apm::bytes_for(65536 + order2 + net_maps)) as u64
+            + Apm::bytes_for(65536 + order2)
+            + net_maps) as u64
             + FIXED_MAX
     }
 
@@ -381,7 +361,7 @@ impl Predictor {
             return bad("chain weights");
         }
         // A model without a network (`--net none`) leaves a pack's online weights unread.
-        if self.net.is_some() && s.net.len() != self.net.as_ref().map_or(0, |n| n.params().len()) {
+        if self.net.params().is_some_and(|p| p.len() != s.net.len()) {
             return bad("network weights");
         }
         if self.mixers().iter().zip(&s.mixers).any(|(m, (w, uses))| {
@@ -419,9 +399,7 @@ impl Predictor {
         for (w, c) in self.chain_w.iter_mut().zip(s.chain.chunks_exact(2)) {
             *w = [c[0], c[1]];
         }
-        if let Some(net) = self.net.as_mut() {
-            net.load(&s.net);
-        }
+        self.net.load(&s.net);
         for (m, (w, uses)) in self.mixers().into_iter().zip(&s.mixers) {
             m.load(w, uses);
         }
@@ -447,10 +425,7 @@ impl Predictor {
             }),
             apms: self.apms().map(|a| a.table().to_vec()),
             chain: self.chain_w.iter().flatten().copied().collect(),
-            net: self
-                .net
-                .as_ref()
-                .map_or(Vec::new(), |n| n.params().to_vec()),
+            net: self.net.params().map_or(Vec::new(), |p| p.to_vec()),
             history: Vec::new(),
         }
     }
@@ -469,22 +444,10 @@ impl Predictor {
         let lanes = Self::lanes_for(cfg, len, history.len());
         let (kinds, orders) = select(cfg.contexts);
         let n = kinds.len();
-        // A pack with a pre-trained network shapes the mixers for its extra inputs and
-        // selectors (the online networks' archives predate them), whether it runs or not
-        // (`--net none`), so that the pack's state fits either way.
-        let frozen = network.is_some();
-        let net = match network.filter(|_| cfg.network) {
-            // A pack's pre-trained network takes the place of the online one.
-            Some(net) => Some(Network::Frozen(Box::new(FrozenLanes::new(
-                net,
-                lanes.count,
-            )))),
-            None => (cfg.network && cfg.net.hidden > 0 && !frozen)
-                .then(|| Network::new(cfg.net, lanes.count)),
-        };
+        let net = NetInputs::new(cfg, lanes.count, network);
         // A network's confidence selects the novelty mixer's weight sets and the order-0
         // map's contexts, and its extra inputs join every mixer.
-        let (n_in, buckets) = match frozen {
+        let (n_in, buckets) = match net.shaped() {
             true => (n + N_EXTRA + N_NET, NET_BUCKETS),
             false => (n + N_EXTRA, 1),
         };
@@ -530,7 +493,7 @@ impl Predictor {
             mix_b: Mixer::new(n_in, 16 * 8, lr, lr0, 0.3),
             mix_c: Mixer::new(n_in, 256 * 4, lr, lr0, 0.3),
             mix_d: Mixer::new(n_in, 8 * 8 * 4 * buckets, lr, lr0, 0.3),
-            mix_final: Mixer::new(4 + frozen as usize, 256, lr * 0.5, lr0 * 0.5, 0.25),
+            mix_final: Mixer::new(4 + net.shaped() as usize, 256, lr * 0.5, lr0 * 0.5, 0.25),
             apm_a: Apm::new(256 * buckets, 7),
             apm_b: Apm::new_in(65536, 7, ws.apm_order1),
             apm_c: Apm::new_in(256 << order2_bits, 7, ws.apm_order2),
@@ -540,15 +503,6 @@ impl Predictor {
             chain_w: vec![[1.0, 0.0]; stages * 256],
             chain_at: vec![(0, 0.0, 0.0); stages],
             net,
-            net_cdf: vec![0.0; lanes.count * 257],
-            net_match: vec![(None, 0); lanes.count],
-            net_top: vec![0; lanes.count],
-            net_bucket: 0,
-            net_maps: match frozen {
-                true => NET_MAPS.iter().map(|&c| Apm::new(c, 6)).collect(),
-                false => Vec::new(),
-            },
-            frozen,
         }
     }
 
@@ -582,29 +536,9 @@ impl Predictor {
 
             lb.match_bucket = if lb.match_ok { ls.bucket() } else { 0 };
             lb.pos_mod = ((pos - start) & 3) as u32;
-            self.net_match[l] = (lb.match_byte, lb.match_bucket);
+            self.net.set_match(l, (lb.match_byte, lb.match_bucket));
         }
-        if let Some(net) = self.net.as_mut() {
-            let probs = net.forward(&self.hist, &lanes, step, active, &self.net_match);
-            for l in 0..active {
-                let cdf = &mut self.net_cdf[l * 257..l * 257 + 257];
-                let mut run = 0.0f32;
-                let (mut top, mut most) = (0, -1.0);
-                for (i, (c, &p)) in cdf
-                    .iter_mut()
-                    .zip(&probs[l * 256..l * 256 + 256])
-                    .enumerate()
-                {
-                    *c = run;
-                    run += p;
-                    if p > most {
-                        (top, most) = (i, p);
-                    }
-                }
-                cdf[256] = run;
-                self.net_top[l] = top as u8;
-            }
-        }
+        self.net.forward(&self.hist, &lanes, step, active);
     }
 
     /// Finds (or claims) the slots of lane `l`'s contexts for the nibble that starts now.
@@ -689,43 +623,10 @@ impl Predictor {
             }
             _ => (0.0, 0.0),
         };
-        self.net_bucket = 0;
-        if self.net.is_some() {
-            let cdf = &self.net_cdf[l * 257..l * 257 + 257];
-            let width = 256usize >> bitpos;
-            let lo = ((lb.c0 as usize) - (1 << bitpos)) * width;
-            let total = cdf[lo + width] - cdf[lo];
-            let ones = cdf[lo + width] - cdf[lo + width / 2];
-            let p = if total > 0.0 { ones / total } else { 0.5 };
-            let s = stretch(p);
-            x[n + 3] = s;
-            if self.frozen {
-                x[n + N_EXTRA] = (p - 0.5) * 4.0;
-                // The expected byte, while the bits so far agree with it: its next bit, signed,
-                // by how sure the network is of the byte given those bits.
-                let top = self.net_top[l] as usize;
-                x[n + N_EXTRA + 1] = if (top | 256) >> (8 - bitpos) == lb.c0 as usize && total > 0.0
-                {
-                    let sure = (cdf[top + 1] - cdf[top]) / total;
-                    let sign = if (top >> (7 - bitpos)) & 1 == 1 {
-                        1.0
-                    } else {
-                        -1.0
-                    };
-                    sign * stretch(sure.clamp(0.5, 0.999)) * 0.5
-                } else {
-                    0.0
-                };
-                self.net_bucket = 1 + (s.abs() as usize).min(NET_BUCKETS - 2);
-                let c0 = lb.c0 as usize;
-                let [a, b] = &mut self.net_maps[..] else {
-                    unreachable!("two maps with a pre-trained network")
-                };
-                x[n + N_EXTRA + 2] = stretch(a.refine(s, c0) as f32 / 65536.0);
-                x[n + N_EXTRA + 3] = stretch(b.refine(s, top << 8 | c0) as f32 / 65536.0);
-            }
-        } else {
-            x[n + 3] = 0.0;
+        let net = self.net.bit(l, lb.c0, bitpos);
+        x[n + 3] = net.stretched;
+        if self.net.shaped() {
+            x[n + N_EXTRA..n + N_EXTRA + N_NET].copy_from_slice(&net.extra);
         }
         x[n + 4] = 0.25;
         let (sa, pa) = self.mix_a.mix(x, lb.c0 as usize);
@@ -738,7 +639,7 @@ impl Predictor {
         let (sc, _) = self.mix_c.mix(x, (lb.b1 * 4 + lb.pos_mod) as usize);
         // Weight set by how many orders have seen this context, the bit, whether a match
         // predicts, and whether the byte before is ASCII.
-        let novelty = ((self.net_bucket * 8 + seen) * 8 + bitpos as usize) * 4;
+        let novelty = ((net.bucket * 8 + seen) * 8 + bitpos as usize) * 4;
         let (sd, _) = self.mix_d.mix(
             x,
             novelty + (lb.match_bucket > 0) as usize * 2 + (lb.b1 >= 128) as usize,
@@ -747,7 +648,7 @@ impl Predictor {
             .mix_final
             .mix(&[sa, sb, sc, sd, x[n + 3]], lb.c0 as usize);
         let p16 = to_p16(super::mixing::squash(s));
-        let pa = self.apm_a.refine(s, self.net_bucket << 8 | lb.c0 as usize);
+        let pa = self.apm_a.refine(s, net.bucket << 8 | lb.c0 as usize);
         let pb = self.apm_b.refine(s, (lb.c0 | lb.b1 << 8) as usize);
         let pc = self.apm_c.refine(s, (lb.c0 | lb.h2) as usize);
         ((p16 * 2 + pa + pb + 2 * pc) / 6).clamp(1, 65535)
@@ -792,11 +693,7 @@ impl Predictor {
         }
         self.mix_a.update(b);
         self.apm_b.update(b);
-        if self.net.is_some() {
-            for m in &mut self.net_maps {
-                m.update(b);
-            }
-        }
+        self.net.update(b);
         if !self.lean {
             self.mix_b.update(b);
             self.mix_c.update(b);
@@ -815,9 +712,7 @@ impl Predictor {
     /// Ends `step`: records the lanes' bytes and updates per-lane and network state.
     pub fn end_step(&mut self, step: usize, bytes: &[u8]) {
         let lanes = self.lanes;
-        if let Some(net) = self.net.as_mut() {
-            net.learn(bytes);
-        }
+        self.net.learn(bytes);
         for (l, &y) in bytes.iter().enumerate() {
             self.hist[lanes.history_pos(l, step)] = y;
         }
