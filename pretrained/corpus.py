@@ -9,8 +9,8 @@ split; each split of each type is one file of the files joined by a blank line. 
 text (a novel, a dictionary) is first cut at paragraph ends into pieces of about 64 KiB, each
 a file of its own, so that about 1/16 of it is held out and no passage is in both splits.
 Files of the test corpus's packages, of the benchmark corpora's sources and with their names
-are left out, and where ../shared/corpora is unpacked the result is checked to share no
-64-byte run with its files (see `check_disjoint`).
+are left out, and so is every unit (file, piece, fortune) that shares a run of 47 bytes or
+more with the benchmark corpora's text files, which must be unpacked (`shared_run`).
 
 Usage: pretrained/corpus.py [--types TYPE,...] [OUT]   (default: all four types, into
 target/pretrained/corpus). With --types, only those types' packages are fetched and their
@@ -80,7 +80,7 @@ EXCLUDED_NAMES = {
     "enwik9", "samba", "mozilla", "reymont", "xml", "osdb", "sao", "nci", "ooffice", "mr",
     "x-ray",
 }
-# Files found to quote the benchmark corpora (`check_disjoint`): Python 2.0's notes quote
+# Files found to quote the benchmark corpora (`shared_run` leaves them out too): Python 2.0's notes quote
 # Shakespeare's XML plays (Silesia's xml), a Go test quotes Bleak House (Silesia's dickens).
 EXCLUDED_PATHS = ("whatsnew/2.0.rst.txt", "cmd/link/link_test.go")
 TYPES = ("text", "code", "markup", "prose")
@@ -136,7 +136,7 @@ PROSE_EXCLUDED = (
 # Prejudice (janeaustenr's): only these Gutenberg ids are taken.
 TIDYTEXT_BOOKS = {36: "The War of the Worlds", 164: "Twenty Thousand Leagues under the Sea"}
 # A fortune that names one of these (or quotes As You Like It, whose famous lines are short of
-# the 64 bytes `check_disjoint` sees) is dropped: the fortunes quote Shakespeare, Carroll,
+# the runs `shared_run` sees) is dropped: the fortunes quote Shakespeare, Carroll,
 # Dickens, Milton, Hardy (Calgary's book1), the Bible and Webster's dictionaries (Silesia's
 # webster is the 1913 one), which the benchmark corpora hold.
 EXCLUDED_QUOTES = re.compile(
@@ -151,8 +151,15 @@ EXCLUDED_QUOTES = re.compile(
 PIECE = 64 << 10
 # Files above this are cut: a few huge generated files would outweigh the rest.
 FILE_MAX = 1 << 20
-# Windows the disjointness check compares.
-RUN = 64
+# A unit of the corpus (a file, a piece of a long text, a fortune) that shares a run of
+# `RUN + STRIDE - 1` bytes or more with the benchmark corpora's text files (line ends as LF,
+# runs of fewer than `DISTINCT` distinct bytes not counted: rules, indentation) is left out:
+# quotations of their texts, and boilerplate such as Project Gutenberg's licence.
+RUN = 40
+STRIDE = 8
+DISTINCT = 10
+# The benchmark corpora's runs of RUN bytes, hashed (`shared_run`).
+BENCHMARK_RUNS = set()
 
 
 def download(pkg, debs):
@@ -342,7 +349,8 @@ def prose_units(path, data, how, sibling):
                 entries.append(b"".join(entry))
                 entry = []
         entries.append(b"".join(entry))
-        return [(path, b"".join(e for e in entries if not EXCLUDED_QUOTES.search(e)))]
+        kept = (e for e in entries if not EXCLUDED_QUOTES.search(e) and not shared_run(e))
+        return [(path, b"".join(kept))]
     if how == "endless-sky":
         # Story text is a string in backquotes on a line of its own, indented by tabs. Names
         # of outfits with quotes in them (`"Benga" Atomic Thruster`) are backquoted too.
@@ -414,25 +422,27 @@ def prose_files(pkg, folder, glob, how, work):
     return archive, version, files()
 
 
-def check_disjoint(paths, shared):
-    """Every 64-byte run at a multiple of 64 in the corpus's files (`paths`), looked up among all
-    64-byte runs of the benchmark corpora's text files (unpacked under `shared`); returns the
-    number found (0 is the requirement). Runs of fewer than 16 distinct bytes (rules of dashes,
-    indentation) are common to any two texts and are not counted."""
-    runs = set()
-    for f in sorted((shared / "text").rglob("*")):
-        if f.is_file() and f.stat().st_size < 64 << 20:
-            b = f.read_bytes()
-            runs.update(hash(b[i:i + RUN]) for i in range(0, len(b) - RUN + 1))
-    hits = 0
-    for f in paths:
-        b = f.read_bytes()
-        for i in range(0, len(b) - RUN + 1, RUN):
-            run = b[i:i + RUN]
-            if len(set(run)) >= 16 and hash(run) in runs:
-                hits += 1
-                print(f"{f.name} at {i}: {run!r}")
-    return hits
+def as_lf(data):
+    return data.replace(b"\r\n", b"\n")
+
+
+def index_benchmarks(root):
+    """Fills BENCHMARK_RUNS with every RUN-byte run of the text files under `root`/text."""
+    for f in sorted((root / "text").rglob("*")):
+        if f.is_file():
+            b = as_lf(f.read_bytes())
+            BENCHMARK_RUNS.update(hash(b[i:i + RUN]) for i in range(len(b) - RUN + 1))
+
+
+def shared_run(data):
+    """The first run of `data` (at a multiple of STRIDE) that a benchmark text has, else None:
+    any run they share of RUN + STRIDE - 1 bytes or more is found."""
+    b = as_lf(data)
+    for i in range(0, len(b) - RUN + 1, STRIDE):
+        run = b[i:i + RUN]
+        if hash(run) in BENCHMARK_RUNS and len(set(run)) >= DISTINCT:
+            return run
+    return None
 
 
 def doc_files(deb, pkg, suffixes, work):
@@ -460,6 +470,12 @@ def main():
     work = ROOT / "target/pretrained/debs"
     out.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
+    shared = ROOT.parent / "shared/corpora"
+    unpacked = [d for d in (ROOT / "target/corpora", shared) if (d / "text").is_dir()]
+    if not unpacked:
+        sys.exit(f"unpack the benchmark corpora first ({shared}/unpack target/corpora): "
+                 "what they share is left out")
+    index_benchmarks(unpacked[0])
     # The types not rebuilt keep the rows the last build wrote, by package.
     old_files, old_packages = {}, {}
     if types != TYPES:
@@ -489,13 +505,17 @@ def main():
             deb, version = download(pkg, work)
             found = doc_files(deb, pkg, suffixes, work)
         deb_sha = hashlib.sha256(deb.read_bytes()).hexdigest()
-        taken = size = 0
+        taken = size = dropped = 0
         for path, data in found:
             if size >= cap:
                 break
             if not data or not looks_like_text(data):
                 continue
             data = data[:FILE_MAX]
+            if run := shared_run(data):
+                print(f"  left out {path}: {run!r}")
+                dropped += 1
+                continue
             sha = hashlib.sha256(data).hexdigest()
             if sha in seen:
                 continue
@@ -506,20 +526,26 @@ def main():
             taken += 1
             size += len(data)
         packages.append(f"{name}\t{version}\t{deb_sha}\t{kind}\t{taken}\t{size}")
-        print(f"{name} {version}: {taken} files, {size >> 10} KiB", flush=True)
+        print(f"{name} {version}: {taken} files, {size >> 10} KiB ({dropped} left out)",
+              flush=True)
     for (kind, split), parts in sorted(splits.items()):
         (out / f"{kind}.{split}").write_bytes(b"\n\n".join(parts))
     (out / "FILES.tsv").write_text("\n".join(files) + "\n")
     (ROOT / "pretrained/PACKAGES.tsv").write_text("\n".join(packages) + "\n")
-    shared = ROOT.parent / "shared/corpora"
-    unpacked = [d for d in (ROOT / "target/corpora", shared) if (d / "text").is_dir()]
-    if unpacked:
-        written = [out / f"{kind}.{split}" for split in ("train", "heldout")
-                   for kind in sorted(types)]
-        hits = check_disjoint([f for f in written if f.exists()], unpacked[0])
-        print(f"64-byte runs shared with {unpacked[0]}: {hits}")
-        if hits:
-            sys.exit(f"the corpus shares {hits} runs with a benchmark corpus")
+    # What was written, joined, checked again: no run of RUN + STRIDE bytes shared (two
+    # neighbouring runs found), which `shared_run` would have found in its unit.
+    hits = 0
+    for split in ("train", "heldout"):
+        for kind in sorted(types):
+            f = out / f"{kind}.{split}"
+            b = as_lf(f.read_bytes()) if f.exists() else b""
+            found = [shared_run(b[i:i + RUN]) is not None for i in range(0, len(b), STRIDE)]
+            for i, (a, c) in enumerate(zip(found, found[1:])):
+                if a and c:
+                    print(f"{f.name} shares {b[i * STRIDE:i * STRIDE + RUN + STRIDE]!r}")
+                    hits += 1
+    if hits:
+        sys.exit("the corpus shares runs with a benchmark corpus")
     for (kind, split), parts in sorted(splits.items()):
         print(f"{kind}.{split}: {len(parts)} files, {sum(map(len, parts)) >> 20} MiB")
 

@@ -15,9 +15,8 @@ if [ ! -x "$py" ]; then
   python3 -m venv "$env"
   "$env/bin/pip" install jax==0.10.2 jaxlib==0.10.2 optax==0.2.8 numpy==2.4.6
 fi
-# The text network: its first 5,000 steps on the documentation alone (LF line ends), then
-# on documentation and literary prose equally, some windows with CR LF line ends.
-nice "$py" pretrained/train.py text --backbone pac --until 5000 --crlf 0
+# The text network: documentation and literary prose equally, some windows with CR LF line
+# ends.
 nice "$py" pretrained/train.py text --backbone pac --mix prose:1 --crlf 0.15
 python3 pretrained/plot.py target/pretrained/text-pac/log.tsv target/pretrained/text-pac/curve.svg \
   "text network (PAC): bits per byte"
