@@ -189,6 +189,15 @@ fn the_command_line_trains_uses_and_needs_a_pack() {
     );
     ok(&r);
     assert_eq!(fs::read(d.join("f.txt")).unwrap(), data);
+    // `--net none` at level 9 (whose model otherwise runs a network): recorded, decoded
+    // without being told.
+    let r = sep(d, &["-q", "-9", "--net", "none", "-o", "n.sep", "f.txt"]);
+    ok(&r);
+    let info = sep(d, &["info", "n.sep"]);
+    assert!(String::from_utf8_lossy(&info.stdout).contains("no network (switched off)"));
+    let r = sep(d, &["-d", "-c", "n.sep"]);
+    ok(&r);
+    assert_eq!(r.stdout, data);
 }
 
 #[test]
