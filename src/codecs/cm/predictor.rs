@@ -493,7 +493,13 @@ impl Predictor {
             mix_b: Mixer::new(n_in, 16 * 8, lr, lr0, 0.3),
             mix_c: Mixer::new(n_in, 256 * 4, lr, lr0, 0.3),
             mix_d: Mixer::new(n_in, 8 * 8 * 4 * buckets, lr, lr0, 0.3),
-            mix_final: Mixer::new(4 + net.shaped() as usize, 256, lr * 0.5, lr0 * 0.5, 0.25),
+            mix_final: Mixer::new(
+                4 + net.shaped() as usize,
+                256 * buckets,
+                lr * 0.5,
+                lr0 * 0.5,
+                0.25,
+            ),
             apm_a: Apm::new(256 * buckets, 7),
             apm_b: Apm::new_in(65536, 7, ws.apm_order1),
             apm_c: Apm::new_in(256 << order2_bits, 7, ws.apm_order2),
@@ -644,9 +650,10 @@ impl Predictor {
             x,
             novelty + (lb.match_bucket > 0) as usize * 2 + (lb.b1 >= 128) as usize,
         );
-        let (s, _) = self
-            .mix_final
-            .mix(&[sa, sb, sc, sd, x[n + 3]], lb.c0 as usize);
+        let (s, _) = self.mix_final.mix(
+            &[sa, sb, sc, sd, x[n + 3]],
+            net.bucket << 8 | lb.c0 as usize,
+        );
         let p16 = to_p16(super::mixing::squash(s));
         let pa = self.apm_a.refine(s, net.bucket << 8 | lb.c0 as usize);
         let pb = self.apm_b.refine(s, (lb.c0 | lb.b1 << 8) as usize);
