@@ -8,10 +8,9 @@
 //! the one input.
 
 use super::mixing::{stretch, Apm};
-use super::predictor::Params;
 use crate::codecs::lanes::Lanes;
 use crate::codecs::net::frozen::Frozen;
-use crate::codecs::net::{FrozenLanes, Network};
+use crate::codecs::net::{FrozenLanes, NetConfig, Network};
 use std::sync::Arc;
 
 /// Mixer inputs a pre-trained network adds besides its stretched probability.
@@ -50,15 +49,13 @@ pub struct NetInputs {
 }
 
 impl NetInputs {
-    /// The network of `cfg` for `lanes` lanes: `pretrained` (a pack's) where given, else the
-    /// online one of `cfg`'s shape; none where `cfg` has none or switches it off.
-    pub fn new(cfg: Params, lanes: usize, pretrained: Option<Arc<Frozen>>) -> Self {
+    /// The network for `lanes` lanes: `pretrained` (a pack's) where given, else the online
+    /// one of `online`'s shape where it has hidden units; none where `on` is false.
+    pub fn new(online: NetConfig, on: bool, lanes: usize, pretrained: Option<Arc<Frozen>>) -> Self {
         let shaped = pretrained.is_some();
-        let net = match pretrained.filter(|_| cfg.network) {
+        let net = match pretrained.filter(|_| on) {
             Some(net) => Some(Network::Frozen(Box::new(FrozenLanes::new(net, lanes)))),
-            None => {
-                (cfg.network && cfg.net.hidden > 0 && !shaped).then(|| Network::new(cfg.net, lanes))
-            }
+            None => (on && online.hidden > 0 && !shaped).then(|| Network::new(online, lanes)),
         };
         let maps = match shaped {
             true => NET_MAPS.iter().map(|&c| Apm::new(c, 6)).collect(),

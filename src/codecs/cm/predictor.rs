@@ -444,7 +444,7 @@ impl Predictor {
         let lanes = Self::lanes_for(cfg, len, history.len());
         let (kinds, orders) = select(cfg.contexts);
         let n = kinds.len();
-        let net = NetInputs::new(cfg, lanes.count, network);
+        let net = NetInputs::new(cfg.net, cfg.network, lanes.count, network);
         // A network's confidence selects the novelty mixer's weight sets and the order-0
         // map's contexts, and its extra inputs join every mixer.
         let (n_in, buckets) = match net.shaped() {
