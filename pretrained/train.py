@@ -67,14 +67,13 @@ def batch(sources, rng, b, crlf=0.0):
     """A batch of `b` windows of WINDOW bytes from random places of `sources` ((bytes, weight)
     pairs), each window's source drawn by weight; with probability `crlf` a window has its
     line ends as CR LF (files from other systems: the corpora's are LF only)."""
-    weights = np.array([w for _, w in sources], float)
-    pick = np.zeros(b, int)
-    if len(sources) > 1:
-        pick = rng.choice(len(sources), size=b, p=weights / weights.sum())
     if len(sources) == 1:
         # One draw for all, as the held-out batches have always been drawn.
+        pick = np.zeros(b, int)
         starts = rng.integers(0, len(sources[0][0]) - WINDOW, b)
     else:
+        weights = np.array([w for _, w in sources], float)
+        pick = rng.choice(len(sources), size=b, p=weights / weights.sum())
         starts = [int(rng.integers(0, len(sources[i][0]) - WINDOW)) for i in pick]
     crlfs = rng.random(b) < crlf if crlf > 0 else np.zeros(b, bool)
     rows = []
