@@ -178,6 +178,17 @@ pub struct PackSpec {
     /// A pre-trained network file (pretrained/export.py) the pack carries: the blocks that
     /// start from the pack mix in its predictions, and the pack's mixers learn them.
     pub network: Option<Vec<u8>>,
+    /// The built-in pack (by name) whose tables the pack shares: training starts from them,
+    /// and the pack holds only what depends on its own model (its level, its network), which
+    /// makes it small. Its table size and history are the base's.
+    pub base: Option<String>,
+}
+
+/// The packs built into this build (`text`, the default level's; `text9`, level 9's), which
+/// `PackChoice::Auto` picks from and every archive naming one decodes with; none in a build
+/// without the `builtin-pack` feature.
+pub fn builtin_packs() -> Result<Vec<std::sync::Arc<Pack>>> {
+    codecs::cm::pack::builtins()
 }
 
 /// Trains a pack on `data` (the concatenated training files): the level's predictor learns
@@ -207,12 +218,19 @@ pub fn pretrain(data: &[u8], spec: &PackSpec, progress: &(dyn Fn(u64) + Sync)) -
             "level 1 (the fast predictor) takes no pack".into(),
         ));
     }
-    let geometry = Geometry {
-        slots_log: spec.slots_log,
-        // A quarter of the order-2 map's hashed contexts of a block this table would suit:
-        // the map is in the pack, and grows it by 16 KiB per context.
-        order2_bits: (spec.slots_log.saturating_sub(14))
-            .clamp(*pack::ORDER2_BITS.start(), *pack::ORDER2_BITS.end()),
+    let base = match &spec.base {
+        Some(name) => Some(pack::builtin(name)?),
+        None => None,
+    };
+    let geometry = match &base {
+        Some(b) => b.geometry,
+        None => Geometry {
+            slots_log: spec.slots_log,
+            // A quarter of the order-2 map's hashed contexts of a block this table would
+            // suit: the map is in the pack, and grows it by 16 KiB per context.
+            order2_bits: (spec.slots_log.saturating_sub(14))
+                .clamp(*pack::ORDER2_BITS.start(), *pack::ORDER2_BITS.end()),
+        },
     };
     if spec.history > pack::HISTORY_MAX {
         return Err(Error::InvalidOption(format!(
@@ -232,17 +250,18 @@ pub fn pretrain(data: &[u8], spec: &PackSpec, progress: &(dyn Fn(u64) + Sync)) -
         geometry,
         spec.history,
         network,
+        base.as_ref().map(|b| &b.state),
         progress,
-    );
-    Pack::to_file(
-        &spec.name,
-        &spec.kind,
-        &spec.description,
-        &config.to_bytes(),
+    )?;
+    let label = pack::Label {
+        name: &spec.name,
+        kind: &spec.kind,
+        description: &spec.description,
+        config: &config.to_bytes(),
         geometry,
-        &state,
-        spec.network.as_deref(),
-    )
+        base: base.as_ref().map(|b| &b.id),
+    };
+    Pack::to_file(&label, &state, spec.network.as_deref())
 }
 
 /// Writes the original bytes `range` of a seekable archive to `output`, reading and decoding

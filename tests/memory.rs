@@ -141,6 +141,7 @@ fn decoding_holds_what_it_reserves_and_refuses_what_does_not_fit() {
         slots_log: 14,
         history: 4 << 10,
         network: Some(common::repo_file("tests/data/net/frozen-small.safetensors")),
+        base: None,
     };
     let bytes = sep::pretrain(&text("text/tar-NEWS")[..16 << 10], &spec, &|_| {}).unwrap();
     let networked = std::sync::Arc::new(sep::Pack::from_file(&bytes).unwrap());

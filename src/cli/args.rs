@@ -104,6 +104,11 @@ pub enum Cmd {
         /// from the pack mix in its predictions.
         #[arg(long, value_name = "FILE")]
         net: Option<PathBuf>,
+        /// A built-in pack (`text`) whose tables the pack shares: training starts from them and
+        /// the pack holds only what depends on its level and network, so it is small (its
+        /// table size and history are the base's).
+        #[arg(long, value_name = "NAME")]
+        base: Option<String>,
         /// Overwrite PACK if it exists.
         #[arg(short, long)]
         force: bool,
@@ -196,9 +201,10 @@ pub struct Flags {
     #[arg(long, value_name = "TYPE")]
     pub dtype: Option<sep::DType>,
     /// Start the model from this pack (`sep pretrain`); decompressing, the pack an archive
-    /// needs (also found in the directory SEP_PACKS names). `auto` (the default): the
-    /// built-in text pack for text at the default level; `none`: no pack.
-    #[arg(long, value_name = "PATH|auto|none")]
+    /// needs (also found in the directory SEP_PACKS names). `auto` (the default): for text,
+    /// the level's built-in pack (`text` at the default level, `text9` with its network at
+    /// level 9); `none`: no pack; `text`, `text9`: that built-in pack.
+    #[arg(long, value_name = "PATH|auto|none|NAME")]
     pub pack: Option<PathBuf>,
     /// The predictor's network: `auto` (the default) runs the pack's pre-trained network
     /// where it has one, else the level's own (level 9); `none` runs none, at any level.

@@ -68,7 +68,14 @@ fn options(flags: &Flags, bar: &Option<ProgressBar>) -> Result<Options, Failure>
     opts.pack = match flags.pack.as_deref() {
         Some(p) if p == Path::new("none") => sep::PackChoice::Off,
         Some(p) if p == Path::new("auto") => sep::PackChoice::Auto,
-        Some(p) => sep::PackChoice::Given(Arc::new(load_pack(p)?)),
+        // A built-in pack's name is a keyword like `auto` (`./text` is the file).
+        Some(p) => match sep::builtin_packs()?
+            .into_iter()
+            .find(|b| Path::new(b.name()) == p)
+        {
+            Some(b) => sep::PackChoice::Given(b),
+            None => sep::PackChoice::Given(Arc::new(load_pack(p)?)),
+        },
         None => sep::PackChoice::Auto,
     };
     // Read only when an archive needs a pack not otherwise given.
@@ -655,6 +662,7 @@ fn main() -> ExitCode {
             table_log,
             history,
             net,
+            base,
             force,
             quiet,
         }) => {
@@ -672,6 +680,7 @@ fn main() -> ExitCode {
                 slots_log: table_log,
                 history: usize::try_from(history).unwrap_or(usize::MAX),
                 network: None,
+                base,
             };
             return match run_pretrain(&inputs, net.as_deref(), output, spec, force, quiet) {
                 Ok(()) => ExitCode::SUCCESS,

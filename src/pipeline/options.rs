@@ -181,14 +181,14 @@ impl Options {
                 {
                     return Ok(plain);
                 }
-                let text = pack::builtin()?;
-                match plain.fits(&text) {
-                    true => {
+                // The built-in text pack of this level, where it has one.
+                match pack::builtins()?.into_iter().find(|p| plain.fits(p)) {
+                    Some(text) => {
                         let mut c = plain.attach(text)?;
                         c.text_only = true;
                         Ok(c)
                     }
-                    false => Ok(plain),
+                    None => Ok(plain),
                 }
             }
         }
@@ -218,10 +218,8 @@ impl Options {
         if let Some(p) = given.into_iter().chain(&self.packs).find(|p| p.id == *id) {
             return Ok(p.clone());
         }
-        if let Ok(p) = pack::builtin() {
-            if p.id == *id {
-                return Ok(p);
-            }
+        if let Some(p) = pack::builtins()?.into_iter().find(|p| p.id == *id) {
+            return Ok(p);
         }
         let found = match &self.pack_lookup {
             Some(lookup) => lookup(&id.name, &id.hex())?,

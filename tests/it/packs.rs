@@ -19,6 +19,7 @@ fn spec(name: &str) -> PackSpec {
         slots_log: 16,
         history: 4 << 10,
         network: None,
+        base: None,
     }
 }
 
@@ -198,6 +199,20 @@ fn the_command_line_trains_uses_and_needs_a_pack() {
     let r = sep(d, &["-d", "-c", "n.sep"]);
     ok(&r);
     assert_eq!(r.stdout, data);
+    // A built-in pack by its name (where the build has them); a file of that name is `./NAME`.
+    if sep::internals::codecs::cm::pack::BUILTIN {
+        ok(&sep(d, &["-q", "-9", "--pack", "text9", "-o", "b.sep", "f.txt"]));
+        let info = sep(d, &["info", "b.sep"]);
+        assert!(String::from_utf8_lossy(&info.stdout).contains("pack:           text9 (sha256 "));
+        fails_cleanly(
+            &sep(d, &["-q", "--pack", "text9", "-o", "c.sep", "f.txt"]),
+            "trained for another model",
+        );
+        fails_cleanly(
+            &sep(d, &["-q", "--pack", "./text9", "-o", "c.sep", "f.txt"]),
+            "no such file",
+        );
+    }
 }
 
 #[test]
@@ -276,7 +291,7 @@ fn every_block_continues_the_pack_history() {
 fn text_takes_the_builtin_pack_and_other_data_none() {
     let text = corpus_file("text/Apache-2.0");
     let binary = corpus_file("binary/dirname");
-    let builtin = sep::internals::codecs::cm::pack::builtin().unwrap();
+    let builtin = sep::internals::codecs::cm::pack::builtin("text").unwrap();
     let compress = |data: &[u8], pack| archive(data, opts(2, Kernels::detect()), pack);
     let auto = compress(&text, PackChoice::Auto);
     let off = compress(&text, PackChoice::Off);
@@ -338,7 +353,7 @@ fn text_takes_the_builtin_pack_and_other_data_none() {
 fn only_the_first_block_may_be_short_and_packed() {
     use sep::internals::codecs::cm::{self, CmConfig, Params};
     use sep::internals::format::PACKED_MIN;
-    let builtin = cm::pack::builtin().unwrap();
+    let builtin = cm::pack::builtin("text").unwrap();
     let text = corpus_file("text/findutils-NEWS");
     let short = &text[..4096];
     let payload = cm::encode(
@@ -452,4 +467,75 @@ fn a_pack_carries_a_network_that_every_block_from_it_mixes_in() {
     bad.network = Some(net[..net.len() / 2].to_vec());
     let e = sep::pretrain(&train[..4 << 10], &bad, &|_| {}).unwrap_err();
     assert!(e.to_string().contains("network"), "{e}");
+}
+
+#[cfg(feature = "builtin-pack")]
+#[test]
+fn a_pack_shares_the_tables_of_a_builtin_pack() {
+    let net = repo_file("tests/data/net/frozen-small.safetensors");
+    let train = corpus_file("text/developers-reference.txt");
+    let data = &corpus_file("text/debian-policy.txt")[..24 << 10];
+    let mut s = spec("shared");
+    s.level = 9;
+    s.network = Some(net);
+    s.base = Some("text".into());
+    let bytes = sep::pretrain(&train[..16 << 10], &s, &|_| {}).unwrap();
+    let text = sep::internals::codecs::cm::pack::builtin("text").unwrap();
+    // It holds what depends on its model only: a fraction of its base.
+    assert!(bytes.len() * 4 < 24 << 20, "{} bytes", bytes.len());
+    let shared = Arc::new(Pack::from_file(&bytes).unwrap());
+    assert_eq!(shared.base().map(|b| b.hex()), Some(text.sha256_hex()));
+    let mut o = opts(2, Kernels::detect());
+    o.level = 9;
+    let a = archive(data, o.clone(), PackChoice::Given(shared.clone()));
+    for (threads, kernels) in [(1, Kernels::Scalar), (3, Kernels::detect())] {
+        let mut o = opts(threads, kernels);
+        o.packs = vec![shared.clone()];
+        let mut out = Vec::new();
+        sep::decompress_to_vec(&a, &mut out, &o).unwrap();
+        assert!(out == data, "{threads} threads, {kernels:?}");
+    }
+    sep::set_kernels(Kernels::detect());
+    // A base this build does not hold (its hash changed in the file): refused, in one line.
+    let hex = text.sha256_hex();
+    let at = bytes.windows(64).position(|w| w == hex.as_bytes()).unwrap();
+    let mut other = bytes.clone();
+    other[at] = if other[at] == b'0' { b'1' } else { b'0' };
+    match Pack::from_file(&other) {
+        Err(Error::BadPack(m)) => assert!(m.contains("not built into") && !m.contains('\n'), "{m}"),
+        r => panic!("read a pack without its base: {:?}", r.map(|_| ())),
+    }
+    // Only a built-in pack is a base.
+    s.base = Some("nonesuch".into());
+    assert!(matches!(
+        sep::pretrain(&train[..4 << 10], &s, &|_| {}),
+        Err(Error::BadPack(_))
+    ));
+}
+
+#[cfg(feature = "builtin-pack")]
+#[test]
+fn level_9_starts_text_from_its_builtin_pack_with_its_network() {
+    let data = &corpus_file("text/debian-policy.txt")[..20 << 10];
+    let mut o = opts(1, Kernels::detect());
+    o.level = 9;
+    let with = archive(data, o.clone(), PackChoice::Auto);
+    o.network = false;
+    let without = archive(data, o.clone(), PackChoice::Auto);
+    for a in [&with, &without] {
+        let info = sep::inspect(std::io::Cursor::new(a)).unwrap();
+        assert_eq!(info.pack.map(|p| p.0).as_deref(), Some("text9"));
+    }
+    assert!(
+        with.len() < without.len(),
+        "{} vs {}",
+        with.len(),
+        without.len()
+    );
+    for (threads, kernels) in [(2, Kernels::Scalar), (1, Kernels::detect())] {
+        let mut out = Vec::new();
+        sep::decompress_to_vec(&with, &mut out, &opts(threads, kernels)).unwrap();
+        assert!(out == data, "{threads} threads, {kernels:?}");
+    }
+    sep::set_kernels(Kernels::detect());
 }

@@ -125,23 +125,28 @@ pub fn encode(
 
 /// Trains the predictor of `cfg` on `data` (coding nothing), with tables of `geometry`;
 /// returns its learnt state with the last `history` bytes of the data (rounded down to whole
-/// `pack::HISTORY_ALIGN`s): what a pack holds.
+/// `pack::HISTORY_ALIGN`s): what a pack holds. With a `base` pack's state, the model starts
+/// from its shared tables (`Predictor::start_from`).
 pub fn train(
     data: &[u8],
     cfg: Params,
     geometry: Geometry,
     history: usize,
     network: Option<Arc<Frozen>>,
+    base: Option<&super::pack::State>,
     progress: ProgressFn,
-) -> super::pack::State {
+) -> Result<super::pack::State> {
     // Blocks of machine code are seen through the call transform: so is their training data.
     let data = &through_calls(data)[..];
     let mut model = Predictor::for_training(cfg, data.len(), geometry, network);
+    if let Some(b) = base {
+        model.start_from(b)?;
+    }
     run(data, &mut model, progress, |_, _, _| {});
     let mut state = model.state();
     let keep = history.min(data.len()) / super::pack::HISTORY_ALIGN * super::pack::HISTORY_ALIGN;
     state.history = data[data.len() - keep..].to_vec();
-    state
+    Ok(state)
 }
 
 /// What the coding loops need of a predictor.

@@ -13,7 +13,9 @@
 //! bytes, a multiple of 16 and at most `HISTORY_MAX`; may be empty or absent). It may also carry
 //! a pre-trained network (`codecs/net/frozen.rs`), its tensors named `frozen.` and theirs:
 //! every block that starts from the pack mixes its predictions in, in place of the online
-//! network. A pack is named in an archive by its name and the SHA-256 of the whole file.
+//! network. A pack may share the tables of a built-in pack: its metadata then names it (`base`,
+//! `base_sha256`), it leaves out the tensors of `BASE_TENSORS` and takes the base's geometry.
+//! A pack is named in an archive by its name and the SHA-256 of the whole file.
 
 use crate::codecs::net::frozen::Frozen;
 use crate::error::{Error, Result};
@@ -23,43 +25,66 @@ use sha2::{Digest, Sha256};
 use std::fmt;
 use std::sync::Arc;
 
-/// The built-in pack for text (`pretrained/build.sh` makes it), which the default level's
-/// blocks that look like text start from unless told otherwise; in builds with the
-/// `builtin-pack` feature (on by default), as it adds 25 MB to the binary.
+/// The built-in packs (`pretrained/build.sh` makes them), which the blocks that look like text
+/// start from unless told otherwise, each at the level it fits: `text` the default level's,
+/// `text9` level 9's (which shares `text`'s tables and carries the text network); in builds
+/// with the `builtin-pack` feature (on by default), as they add 27 MB to the binary. Each
+/// file's SHA-256 in hex is written beside it, so that loading one does not hash it (a test
+/// checks them).
 #[cfg(feature = "builtin-pack")]
-static TEXT: &[u8] = include_bytes!("../../../pretrained/text.pack");
-/// Its SHA-256 in hex, written beside it so that loading it does not hash 24 MB (a test
-/// checks it).
-#[cfg(feature = "builtin-pack")]
-static TEXT_SHA256: &str = include_str!("../../../pretrained/text.pack.sha256");
+static BUILTINS: [(&[u8], &str); 2] = [
+    (
+        include_bytes!("../../../pretrained/text.pack"),
+        include_str!("../../../pretrained/text.pack.sha256"),
+    ),
+    (
+        include_bytes!("../../../pretrained/text9.pack"),
+        include_str!("../../../pretrained/text9.pack.sha256"),
+    ),
+];
 
-/// Whether this build holds the built-in text pack.
+/// Whether this build holds the built-in packs.
 pub const BUILTIN: bool = cfg!(feature = "builtin-pack");
 
-/// The built-in text pack, parsed on first use; an error in a build without it.
+/// The built-in packs, parsed on first use; none in a build without them.
 #[cfg(not(feature = "builtin-pack"))]
-pub fn builtin() -> Result<Arc<Pack>> {
-    Err(Error::BadPack(
-        "this build has no built-in pack (the `builtin-pack` feature is off)".into(),
-    ))
+pub fn builtins() -> Result<Vec<Arc<Pack>>> {
+    Ok(Vec::new())
 }
 
-/// The built-in text pack, parsed on first use.
+/// The built-in packs, parsed on first use (a later one may share an earlier one's tables).
 #[cfg(feature = "builtin-pack")]
-pub fn builtin() -> Result<Arc<Pack>> {
+pub fn builtins() -> Result<Vec<Arc<Pack>>> {
     use std::sync::OnceLock;
-    static PARSED: OnceLock<std::result::Result<Arc<Pack>, String>> = OnceLock::new();
+    static PARSED: OnceLock<std::result::Result<Vec<Arc<Pack>>, String>> = OnceLock::new();
     PARSED
         .get_or_init(|| {
-            let sha = unhex(TEXT_SHA256.trim())
-                .and_then(|h| <[u8; 32]>::try_from(h).ok())
-                .ok_or("its recorded hash is not 64 hex digits")?;
-            Pack::parse(TEXT, sha)
-                .map(Arc::new)
-                .map_err(|e| e.to_string())
+            let mut packs: Vec<Arc<Pack>> = Vec::new();
+            for (file, sha) in BUILTINS {
+                let sha = unhex(sha.trim())
+                    .and_then(|h| <[u8; 32]>::try_from(h).ok())
+                    .ok_or("a recorded hash is not 64 hex digits")?;
+                let pack = Pack::parse(file, sha, |id| packs.iter().find(|p| p.id == *id).cloned())
+                    .map_err(|e| e.to_string())?;
+                packs.push(Arc::new(pack));
+            }
+            Ok(packs)
         })
         .clone()
-        .map_err(|e| Error::BadPack(format!("the built-in text pack: {e}")))
+        .map_err(|e| Error::BadPack(format!("the built-in packs: {e}")))
+}
+
+/// The built-in pack named `name`, if this build has it.
+pub fn builtin(name: &str) -> Result<Arc<Pack>> {
+    builtins()?
+        .into_iter()
+        .find(|p| p.id.name == name)
+        .ok_or_else(|| match BUILTIN {
+            true => Error::BadPack(format!("no built-in pack named '{name}'")),
+            false => Error::BadPack(
+                "this build has no built-in pack (the `builtin-pack` feature is off)".into(),
+            ),
+        })
 }
 
 /// What identifies a pack in an archive: its name and the SHA-256 of its file.
@@ -166,7 +191,17 @@ pub struct Pack {
     /// A pre-trained network whose predictions the blocks that start from the pack mix in
     /// (tensors named `frozen.*`).
     pub(crate) network: Option<Arc<Frozen>>,
+    /// The built-in pack whose tables (`BASE_TENSORS`) this one shares, if any.
+    pub(crate) base: Option<PackId>,
 }
+
+/// The tensors a pack with a base takes from it: those that depend on the data alone (the
+/// hashed contexts' bit histories, the dense counters, the history), and the two large
+/// probability maps, so that a pack for another level or with a network adds only what
+/// depends on its model.
+const BASE_TENSORS: [&str; 8] = [
+    "slots", "tiles", "t0", "t1", "tm", "apm_b", "apm_c", "history",
+];
 
 /// Names of a pack's network tensors start with this.
 const NETWORK_PREFIX: &str = "frozen.";
@@ -216,6 +251,11 @@ impl Pack {
     /// Where its training data came from.
     pub fn description(&self) -> &str {
         &self.description
+    }
+
+    /// The built-in pack whose tables it shares, if any.
+    pub fn base(&self) -> Option<&PackId> {
+        self.base.as_ref()
     }
 
     /// Bytes of training data it keeps as history.
@@ -279,16 +319,17 @@ const MIXER_NAMES: [&str; 5] = ["mix_a", "mix_b", "mix_c", "mix_d", "mix_e"];
 const APM_NAMES: [&str; 3] = ["apm_a", "apm_b", "apm_c"];
 
 impl Pack {
-    /// Serialises a pack file; returns its bytes (the id's hash is of these bytes).
-    pub fn to_file(
-        name: &str,
-        kind: &str,
-        description: &str,
-        config: &[u8],
-        geometry: Geometry,
-        state: &State,
-        network: Option<&[u8]>,
-    ) -> Result<Vec<u8>> {
+    /// Serialises a pack file; returns its bytes (the id's hash is of these bytes). With a
+    /// base, the tensors it shares (`BASE_TENSORS`) are left out.
+    pub fn to_file(label: &Label, state: &State, network: Option<&[u8]>) -> Result<Vec<u8>> {
+        let Label {
+            name,
+            kind,
+            description,
+            config,
+            geometry,
+            base,
+        } = label;
         let bad = |e: safetensors::SafeTensorError| Error::InvalidOption(format!("pack: {e}"));
         let u32s = |n: &str, v: &[u32]| (n.to_string(), Dtype::U32, le_bytes(v, u32::to_le_bytes));
         let f32s = |n: &str, v: &[f32]| (n.to_string(), Dtype::F32, le_bytes(v, f32::to_le_bytes));
@@ -310,6 +351,9 @@ impl Pack {
         for (n, t) in APM_NAMES.iter().zip(&state.apms) {
             owned.push((n.to_string(), Dtype::U16, le_bytes(t, u16::to_le_bytes)));
         }
+        if base.is_some() {
+            owned.retain(|(n, _, _)| !BASE_TENSORS.contains(&n.as_str()));
+        }
         let mut shaped: Vec<crate::codecs::net::frozen::Tensor> = owned
             .into_iter()
             .map(|(n, d, b)| {
@@ -327,29 +371,40 @@ impl Pack {
             })
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(bad)?;
-        let meta = vec![
+        let mut meta = vec![
             ("format".into(), "sep-pack".into()),
             ("version".into(), "1".into()),
-            ("name".into(), name.into()),
-            ("type".into(), kind.into()),
-            ("description".into(), description.into()),
+            ("name".into(), name.to_string()),
+            ("type".into(), kind.to_string()),
+            ("description".into(), description.to_string()),
             ("config".into(), hex(config)),
             ("slots_log".into(), geometry.slots_log.to_string()),
             ("order2_bits".into(), geometry.order2_bits.to_string()),
             ("sep_version".into(), env!("CARGO_PKG_VERSION").into()),
         ];
+        if let Some(b) = base {
+            meta.push(("base".into(), b.name.clone()));
+            meta.push(("base_sha256".into(), b.hex()));
+        }
         let file = safetensors::serialize(views, Some(metadata(meta))).map_err(bad)?;
         canonical(&file)
     }
 
-    /// Parses a pack file. Shapes are checked against the configuration when a block starts
-    /// from the pack (`Predictor::new_in`), not here.
+    /// Parses a pack file (whose base, if it names one, must be a built-in pack). Shapes are
+    /// checked against the configuration when a block starts from the pack
+    /// (`Predictor::new_in`), not here.
     pub fn from_file(bytes: &[u8]) -> Result<Pack> {
-        Self::parse(bytes, Sha256::digest(bytes).into())
+        Self::parse(bytes, Sha256::digest(bytes).into(), |id| {
+            builtins().ok()?.into_iter().find(|p| p.id == *id)
+        })
     }
 
-    /// `from_file` of a file whose SHA-256 is `sha256`.
-    fn parse(bytes: &[u8], sha256: [u8; 32]) -> Result<Pack> {
+    /// `from_file` of a file whose SHA-256 is `sha256`, its base found by `base`.
+    fn parse(
+        bytes: &[u8],
+        sha256: [u8; 32],
+        base: impl FnOnce(&PackId) -> Option<Arc<Pack>>,
+    ) -> Result<Pack> {
         let bad = |what: String| Error::BadPack(what);
         let st = SafeTensors::deserialize(bytes).map_err(|e| bad(format!("not a pack: {e}")))?;
         let (_, header) =
@@ -387,6 +442,29 @@ impl Pack {
             slots_log: num("slots_log", SLOTS_LOG)?,
             order2_bits: num("order2_bits", ORDER2_BITS)?,
         };
+        let base = match meta.and_then(|m| m.get("base")) {
+            None => None,
+            Some(base_name) => {
+                let id = PackId {
+                    name: base_name.clone(),
+                    sha256: unhex(&get("base_sha256")?)
+                        .and_then(|h| <[u8; 32]>::try_from(h).ok())
+                        .ok_or_else(|| bad("bad base_sha256".into()))?,
+                };
+                let found = base(&id).ok_or_else(|| {
+                    bad(format!(
+                        "it shares the tables of pack {id}, which is not built into this sep"
+                    ))
+                })?;
+                if found.geometry != geometry {
+                    return Err(bad(format!("its table sizes are not its base's ({id})")));
+                }
+                Some(found)
+            }
+        };
+        let base_state = base.as_ref().map(|b| &b.state);
+        // A base's tensor comes from the base, whatever the file holds under its name.
+        let shared = |n: &str| base_state.filter(|_| BASE_TENSORS.contains(&n));
         let raw = |n: &str, d: Dtype| -> Result<&[u8]> {
             let t = st.tensor(n).map_err(|_| bad(format!("no tensor '{n}'")))?;
             if t.dtype() != d {
@@ -401,25 +479,42 @@ impl Pack {
             *m = (f32s(n)?, u32s(&format!("{n}_uses"))?);
         }
         let mut apms: [Vec<u16>; 3] = Default::default();
-        for (n, t) in APM_NAMES.iter().zip(&mut apms) {
-            *t = from_le(raw(n, Dtype::U16)?, u16::from_le_bytes);
+        for (i, (n, t)) in APM_NAMES.iter().zip(&mut apms).enumerate() {
+            *t = match shared(n) {
+                Some(b) => b.apms[i].clone(),
+                None => from_le(raw(n, Dtype::U16)?, u16::from_le_bytes),
+            };
         }
+        let bytes_of = |n: &str| -> Result<Vec<u8>> {
+            match shared(n) {
+                Some(b) if n == "slots" => Ok(b.slots.clone()),
+                Some(b) if n == "tiles" => Ok(b.tiles.clone()),
+                Some(b) => Ok(b.history.clone()),
+                // Packs written before histories existed have none.
+                None if n == "history" && st.tensor(n).is_err() => Ok(Vec::new()),
+                None => raw(n, Dtype::U8).map(<[u8]>::to_vec),
+            }
+        };
+        let counters = |n: &str| -> Result<Vec<u32>> {
+            match shared(n) {
+                Some(b) if n == "t0" => Ok(b.t0.clone()),
+                Some(b) if n == "t1" => Ok(b.t1.clone()),
+                Some(b) => Ok(b.tm.clone()),
+                None => u32s(n),
+            }
+        };
         let state = State {
-            slots: raw("slots", Dtype::U8)?.to_vec(),
-            tiles: raw("tiles", Dtype::U8)?.to_vec(),
+            slots: bytes_of("slots")?,
+            tiles: bytes_of("tiles")?,
             maps: u32s("maps")?,
-            t0: u32s("t0")?,
-            t1: u32s("t1")?,
-            tm: u32s("tm")?,
+            t0: counters("t0")?,
+            t1: counters("t1")?,
+            tm: counters("tm")?,
             mixers,
             apms,
             chain: f32s("chain")?,
             net: f32s("net")?,
-            // Packs written before histories existed have none.
-            history: match st.tensor("history") {
-                Ok(_) => raw("history", Dtype::U8)?.to_vec(),
-                Err(_) => Vec::new(),
-            },
+            history: bytes_of("history")?,
         };
         if state.history.len() > HISTORY_MAX || !state.history.len().is_multiple_of(HISTORY_ALIGN) {
             return Err(bad(format!(
@@ -439,8 +534,21 @@ impl Pack {
             geometry,
             state,
             network,
+            base: base.map(|b| b.id.clone()),
         })
     }
+}
+
+/// What a pack file says of itself besides its state (`Pack::to_file`).
+pub struct Label<'a> {
+    pub name: &'a str,
+    pub kind: &'a str,
+    pub description: &'a str,
+    /// The configuration it fits (`CmConfig::pack_key`'s bytes).
+    pub config: &'a [u8],
+    pub geometry: Geometry,
+    /// The built-in pack whose tables it shares, if any.
+    pub base: Option<&'a PackId>,
 }
 
 #[cfg(test)]
@@ -449,21 +557,31 @@ mod tests {
 
     #[cfg(feature = "builtin-pack")]
     #[test]
-    fn the_builtin_pack_has_its_recorded_hash() {
-        let p = builtin().unwrap();
-        let sha: [u8; 32] = Sha256::digest(TEXT).into();
-        assert_eq!(
-            p.id.sha256, sha,
-            "pretrained/text.pack.sha256 is not the pack's hash"
-        );
-        assert_eq!(p.id.name, "text");
+    fn the_builtin_packs_have_their_recorded_hashes() {
+        let packs = builtins().unwrap();
+        assert_eq!(packs.len(), BUILTINS.len());
+        for (p, (file, _)) in packs.iter().zip(BUILTINS) {
+            let sha: [u8; 32] = Sha256::digest(file).into();
+            assert_eq!(
+                p.id.sha256, sha,
+                "{}: its .sha256 is not its hash",
+                p.id.name
+            );
+        }
+        assert_eq!(builtin("text").unwrap().id.name, "text");
+        // The level-9 pack shares the text pack's tables and carries a network.
+        let nine = builtin("text9").unwrap();
+        assert_eq!(nine.base.as_ref(), Some(&packs[0].id));
+        assert!(nine.network.is_some());
+        assert!(nine.state.slots == packs[0].state.slots);
     }
 
     #[cfg(not(feature = "builtin-pack"))]
     #[test]
-    fn a_build_without_the_pack_says_so() {
+    fn a_build_without_the_packs_says_so() {
         assert!(!BUILTIN);
-        let e = builtin().map(|_| ()).unwrap_err().to_string();
+        assert!(builtins().unwrap().is_empty());
+        let e = builtin("text").map(|_| ()).unwrap_err().to_string();
         assert!(e.contains("builtin-pack"), "{e}");
     }
 }

@@ -288,6 +288,36 @@ impl Predictor {
         model
     }
 
+    /// Takes a base pack's shared tables (`pack::BASE_TENSORS` but the history) into a model
+    /// being trained (`for_training`) with the base's geometry, so that a pack trained on top
+    /// of another starts where that one ended; refused unless every table has this model's
+    /// shape.
+    pub fn start_from(&mut self, base: &State) -> Result<()> {
+        let tiles = self.tiles.as_mut();
+        if base.slots.len() != self.slots.len()
+            || tiles.as_ref().is_none_or(|t| t.len() != base.tiles.len())
+            || base.t0.len() != self.t0.len()
+            || base.t1.len() != self.t1.len()
+            || base.tm.len() != self.tm.len()
+            || base.apms[1].len() != self.apm_b.table().len()
+            || base.apms[2].len() != self.apm_c.table().len()
+        {
+            return Err(Error::BadPack(
+                "the base's tables do not fit this model".into(),
+            ));
+        }
+        if let Some(t) = tiles {
+            t.copy_from_slice(&base.tiles);
+        }
+        self.slots.copy_from_slice(&base.slots);
+        self.t0.copy_from_slice(&base.t0);
+        self.t1.copy_from_slice(&base.t1);
+        self.tm.copy_from_slice(&base.tm);
+        self.apm_b.load(&base.apms[1]);
+        self.apm_c.load(&base.apms[2]);
+        Ok(())
+    }
+
     /// Whether `pack` can start the model of `cfg`.
     pub fn check_pack(cfg: Params, pack: &Pack) -> Result<()> {
         let mut model = Self::fresh(
