@@ -5,8 +5,8 @@
 //! `SEP_BENCH_FILES="text/book1 binary/obj2"` picks files (relative to target/corpora, or paths).
 //! `SEP_BENCH_THREADS=N` runs sep with N threads (default: every core); `SEP_BENCH_REPS=N` times
 //! every command (sep's and the other tools') N times and keeps the fastest, for noisy machines
-//! (default 1). `SEP_BENCH_LEVELS="1 9 6:trace"` also runs sep at those levels (`N:MODEL`: with
-//! that backbone) and adds a levels table (totals over the files, next to the anchors' totals). The
+//! (default 1). `SEP_BENCH_LEVELS="1 9 9:none"` also runs sep at those levels (`N:none`: with
+//! `--net none`) and adds a levels table (totals over the files, next to the anchors' totals). The
 //! pack column is sep with `--pack none` (its default is the automatic pack); `SEP_BENCH_PACK=0`
 //! leaves it out. Prints markdown tables; `SEP_BENCH_OUT=path` also writes them to a file.
 
@@ -223,14 +223,14 @@ fn table_head(anchors: &[&Anchor], pack_column: bool) -> String {
     table
 }
 
-/// The extra runs `SEP_BENCH_LEVELS` asks for: each a level, and a backbone where written
-/// `N:BACKBONE`.
+/// The extra runs `SEP_BENCH_LEVELS` asks for: each a level, without a network where written
+/// `N:none`.
 fn extra_runs() -> Vec<Vec<String>> {
     std::env::var("SEP_BENCH_LEVELS")
         .map(|l| {
             l.split_whitespace()
                 .map(|x| match x.split_once(':') {
-                    Some((n, b)) => vec![format!("-{n}"), "--backbone".into(), b.into()],
+                    Some((n, net)) => vec![format!("-{n}"), "--net".into(), net.into()],
                     None => vec![format!("-{x}")],
                 })
                 .collect()

@@ -4,7 +4,7 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use sep::internals::codecs::cm::{self, Params};
 use sep::internals::codecs::lanes::Lanes;
-use sep::internals::codecs::net::{Backbone, NetConfig, Network, Trace};
+use sep::internals::codecs::net::{NetConfig, Network};
 use sep::internals::engine::kernels::{matmul_acc, outer_acc};
 use sep::internals::entropy::BitEncoder;
 use sep::internals::simd::{set_kernels, Kernels};
@@ -66,30 +66,15 @@ fn model(c: &mut Criterion) {
     let text = sample_text(1 << 20);
     let mut g = c.benchmark_group("model");
     g.sample_size(10);
-    // Each backbone alone: forward + backward + Adam per step, over 16 lanes and over one
-    // (the predictor's default); TRACE at two attention windows (its work per byte must not
-    // grow with the window).
+    // The online network alone: forward + backward + Adam per step, over 16 lanes and over
+    // one (the predictor's default).
     let pac = NetConfig::default();
-    let trace = NetConfig {
-        backbone: Backbone::Trace,
-        ..pac
-    };
     for lanes_n in [16, 1] {
         let lanes = Lanes::new(text.len(), lanes_n, 1);
-        let nets: [(String, Network); 3] = [
-            (
-                format!("pac, {lanes_n} lanes"),
-                Network::new(pac, lanes.count),
-            ),
-            (
-                format!("trace window 64, {lanes_n} lanes"),
-                Network::Trace(Box::new(Trace::new(trace, lanes.count, 64))),
-            ),
-            (
-                format!("trace window 1024, {lanes_n} lanes"),
-                Network::Trace(Box::new(Trace::new(trace, lanes.count, 1024))),
-            ),
-        ];
+        let nets: [(String, Network); 1] = [(
+            format!("pac, {lanes_n} lanes"),
+            Network::new(pac, lanes.count),
+        )];
         for (name, mut net) in nets {
             let matches = vec![(None, 0usize); lanes.count];
             let steps = 4096 / lanes_n;

@@ -4,7 +4,6 @@
 //! round trip is covered by the tests and the corpus bench.
 
 use sep::internals::codecs::cm::{self, CmConfig};
-use sep::Backbone;
 use std::time::Instant;
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -16,7 +15,7 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 
 fn main() {
     let level = env_or("SEP_LEVEL", cm::DEFAULT_LEVEL);
-    let mut cfg = CmConfig::for_level(level, Backbone::Pac).params;
+    let mut cfg = CmConfig::for_level(level).params;
     cfg.max_lanes = env_or("SEP_LANES", cfg.max_lanes);
     cfg.min_lane = env_or("SEP_MIN_LANE", cfg.min_lane);
     cfg.mix_lr = env_or("SEP_MIX_LR", cfg.mix_lr);

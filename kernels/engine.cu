@@ -28,8 +28,6 @@
 #define L7 __int_as_float(0x3e924925)
 #define L9 __int_as_float(0x3e638e39)
 #define LN_2 __int_as_float(0x3f317218)
-#define GELU_K __int_as_float(0x3fd9db23)
-#define NORM_EPS __int_as_float(0x3727c5ac)
 
 // The engine's reduction width.
 #define LANES 16
@@ -197,49 +195,6 @@ extern "C" __global__ void adam(float *p, float *g, float *m, float *v, int len,
     v[t] = vv;
     p[t] = SUB(p[t], DIV(MUL(lr, mv), ADD(__fsqrt_rn(vv), eps)));
     g[t] = 0.0f;
-}
-
-// Layer normalisation of each row (rows x n), one row per thread.
-extern "C" __global__ void layer_norm(const float *x, const float *gain, const float *bias,
-                                      float *xhat, float *rstd, float *out, int rows, int n) {
-    int b = index();
-    if (b >= rows) return;
-    const float *xr = x + (size_t)b * n;
-    float *hr = xhat + (size_t)b * n;
-    float *orow = out + (size_t)b * n;
-    float nf = __int2float_rn(n);
-    float mean = DIV(sum_fixed(xr, n), nf);
-    for (int i = 0; i < n; i++) hr[i] = SUB(xr[i], mean);
-    float var = DIV(dot_fixed(hr, hr, n), nf);
-    float r = DIV(1.0f, __fsqrt_rn(ADD(var, NORM_EPS)));
-    rstd[b] = r;
-    for (int i = 0; i < n; i++) {
-        float h = MUL(hr[i], r);
-        hr[i] = h;
-        orow[i] = ADD(MUL(h, gain[i]), bias[i]);
-    }
-}
-
-extern "C" __global__ void gelu(const float *pre, float *out, int len) {
-    int t = index();
-    if (t >= len) return;
-    float x = pre[t];
-    out[t] = MUL(x, sigmoid(MUL(GELU_K, x)));
-}
-
-extern "C" __global__ void gelu_backward(const float *pre, float *grad, int len) {
-    int t = index();
-    if (t >= len) return;
-    float x = pre[t];
-    float s = sigmoid(MUL(GELU_K, x));
-    grad[t] = MUL(grad[t], ADD(s, MUL(MUL(MUL(GELU_K, x), s), SUB(1.0f, s))));
-}
-
-extern "C" __global__ void feature_map(float *x, int len) {
-    int t = index();
-    if (t >= len) return;
-    float v = x[t];
-    x[t] = v > 0.0f ? ADD(v, 1.0f) : exp_fixed(v);
 }
 
 // The engine's scalar functions over an array, for checking them value by value:

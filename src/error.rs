@@ -28,6 +28,11 @@ pub enum Error {
         /// Version of this build's engine.
         supported: u32,
     },
+    /// The archive uses a feature this build no longer has.
+    #[error(
+        "archive uses {0}, which this sep no longer reads (a sep of before its retirement does)"
+    )]
+    Retired(&'static str),
     /// The archive ended before it was complete.
     #[error("archive is truncated ({0})")]
     Truncated(&'static str),

@@ -38,7 +38,6 @@ mod testing;
 pub use choice::base::Base;
 pub use codecs::cm::{Pack, DEFAULT_LEVEL, LEVELS};
 pub use codecs::float::DType;
-pub use codecs::net::Backbone;
 pub use error::{Error, Result};
 pub use format::{Codec, Part};
 pub use simd::Kernels;
@@ -167,8 +166,6 @@ pub struct PackSpec {
     pub description: String,
     /// The compression level whose model it starts (not 1).
     pub level: u8,
-    /// The backbone of that model's network.
-    pub backbone: Backbone,
     /// log2 of the hashed contexts' slots (16 bytes each; 12..=24): the pack's size, and the
     /// table of every block that uses it.
     pub slots_log: u32,
@@ -212,7 +209,7 @@ pub fn pretrain(data: &[u8], spec: &PackSpec, progress: &(dyn Fn(u64) + Sync)) -
     if !LEVELS.contains(&spec.level) {
         return Err(Error::InvalidOption(format!("no level {}", spec.level)));
     }
-    let config = CmConfig::for_level(spec.level, spec.backbone);
+    let config = CmConfig::for_level(spec.level);
     if config.params.fast {
         return Err(Error::InvalidOption(
             "level 1 (the fast predictor) takes no pack".into(),
@@ -481,7 +478,7 @@ pub mod internals {
                     1 => *crate::LEVELS.start(),
                     _ => crate::DEFAULT_LEVEL,
                 };
-                let mut cm = crate::codecs::cm::CmConfig::for_level(level, <_>::default());
+                let mut cm = crate::codecs::cm::CmConfig::for_level(level);
                 cm.params.min_lane = 512;
                 let backend = crate::codecs::cm::CpuBackend::default();
                 // A base for delta blocks: 64 KiB of varied bytes.

@@ -114,14 +114,6 @@ fn decoding_holds_what_it_reserves_and_refuses_what_does_not_fit() {
         opts(&|o| o.level = 9),
     ));
     cases.push((
-        "text, level 9, TRACE",
-        text("text/policy-ch-archive.html"),
-        opts(&|o| {
-            o.level = 9;
-            o.backbone = sep::Backbone::Trace;
-        }),
-    ));
-    cases.push((
         "text, 2 threads, 3 blocks",
         text("text/developers-reference.txt"),
         opts(&|o| {
@@ -137,7 +129,6 @@ fn decoding_holds_what_it_reserves_and_refuses_what_does_not_fit() {
         kind: "text".into(),
         description: "test".into(),
         level: 9,
-        backbone: sep::Backbone::Pac,
         slots_log: 14,
         history: 4 << 10,
         network: Some(common::repo_file("tests/data/net/frozen-small.safetensors")),
@@ -201,11 +192,11 @@ fn decoding_holds_what_it_reserves_and_refuses_what_does_not_fit() {
         }
     }
     // The costliest configurations a header may name (16 lanes, a network 32 wide, every
-    // context), each backbone: the context-mixing decoder within what it reserves.
+    // context): the context-mixing decoder within what it reserves.
     use sep::internals::codecs::cm::{need, Backend, CmConfig, CpuBackend};
     let data = text("text/tar-NEWS");
-    for backbone in [sep::Backbone::Pac, sep::Backbone::Trace] {
-        let mut config = CmConfig::for_level(9, backbone);
+    {
+        let mut config = CmConfig::for_level(9);
         config.params.max_lanes = 16;
         config.params.min_lane = 1 << 10;
         config.params.net.hidden = 32;
@@ -223,13 +214,13 @@ fn decoding_holds_what_it_reserves_and_refuses_what_does_not_fit() {
         drop(backend);
         assert_eq!(out, data);
         eprintln!(
-            "{backbone:?}, widest: reserved {} KiB, heap peak {} KiB",
+            "widest: reserved {} KiB, heap peak {} KiB",
             reserved >> 10,
             peak >> 10
         );
         assert!(
             peak <= reserved,
-            "{backbone:?}: heap peak {peak} over the {reserved} reserved"
+            "heap peak {peak} over the {reserved} reserved"
         );
     }
     for c in ["cm", "field", "planes", "stored", "tensor-header"] {

@@ -10,7 +10,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use sep::{Backbone, Options, Pack, PackChoice};
+use sep::{Options, Pack, PackChoice};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -46,7 +46,7 @@ fn options(
     threads: Option<usize>,
     block_size: Option<u64>,
     pack: &str,
-    model: &str,
+    net: &str,
 ) -> PyResult<Options> {
     let mut o = Options::default();
     o.level = level;
@@ -61,12 +61,12 @@ fn options(
         "none" => PackChoice::Off,
         path => PackChoice::Given(load_pack(path)?),
     };
-    o.backbone = match model {
-        "pac" => Backbone::Pac,
-        "trace" => Backbone::Trace,
+    o.network = match net {
+        "auto" => true,
+        "none" => false,
         other => {
             return Err(SepError::new_err(format!(
-                "unknown model {other:?}: expected \"pac\" or \"trace\""
+                "unknown net {other:?}: expected \"auto\" or \"none\""
             )))
         }
     };
@@ -145,7 +145,7 @@ fn map(path: &Path) -> PyResult<memmap2::Mmap> {
 
 /// Compresses `data` into a complete archive.
 #[pyfunction]
-#[pyo3(signature = (data, *, level = 6, threads = None, block_size = None, pack = "auto", model = "pac"))]
+#[pyo3(signature = (data, *, level = 6, threads = None, block_size = None, pack = "auto", net = "auto"))]
 fn compress(
     py: Python<'_>,
     data: &[u8],
@@ -153,9 +153,9 @@ fn compress(
     threads: Option<usize>,
     block_size: Option<u64>,
     pack: &str,
-    model: &str,
+    net: &str,
 ) -> PyResult<Py<PyBytes>> {
-    let o = options(level, threads, block_size, pack, model)?;
+    let o = options(level, threads, block_size, pack, net)?;
     let out = py
         .detach(|| {
             let mut out = Vec::new();
@@ -189,7 +189,7 @@ fn decompress(
 /// options, so every worker agrees without talking. Returns (original bytes, archive bytes).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (src, dst, index, count, *, level = 6, threads = 1, block_size = None, pack = "auto", model = "pac", overwrite = false))]
+#[pyo3(signature = (src, dst, index, count, *, level = 6, threads = 1, block_size = None, pack = "auto", net = "auto", overwrite = false))]
 fn shard(
     py: Python<'_>,
     src: PathBuf,
@@ -200,10 +200,10 @@ fn shard(
     threads: usize,
     block_size: Option<u64>,
     pack: &str,
-    model: &str,
+    net: &str,
     overwrite: bool,
 ) -> PyResult<(u64, u64)> {
-    let o = options(level, Some(threads), block_size, pack, model)?;
+    let o = options(level, Some(threads), block_size, pack, net)?;
     let input = map(&src)?;
     py.detach(|| {
         write_file(&dst, overwrite, |out| {

@@ -155,7 +155,7 @@ pub fn choose(data: &[u8], backend: &dyn Backend, config: &CmConfig) -> Option<S
     }
     let size = |bytes: &[u8], config: &CmConfig| backend.encode(bytes, config, &|_| {}).len();
     let slice = middle(data, TRIAL.min(data.len() / 4).max(MIN_SLICE));
-    let fast = CmConfig::for_level(1, <_>::default());
+    let fast = CmConfig::for_level(1);
     let plain = size(slice, &fast);
     let tried: Vec<(Shape, usize)> = shapes
         .into_iter()
@@ -189,10 +189,10 @@ mod tests {
 
     #[test]
     fn residuals_mix_leanly_up_to_the_default_level() {
-        let at = |level| residual_config(&CmConfig::for_level(level, <_>::default()));
+        let at = |level| residual_config(&CmConfig::for_level(level));
         assert!(at(crate::codecs::cm::DEFAULT_LEVEL).params.lean && at(3).params.lean);
         assert!(!at(7).params.lean && !at(9).params.lean);
-        assert_eq!(at(9).params, CmConfig::for_level(9, <_>::default()).params);
+        assert_eq!(at(9).params, CmConfig::for_level(9).params);
     }
 
     #[test]

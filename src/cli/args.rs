@@ -83,15 +83,6 @@ pub enum Cmd {
         /// The level whose model it starts, 2 .. 9 (default 6).
         #[arg(long, value_name = "N", default_value_t = 6)]
         level: u8,
-        /// Backbone network of that level's predictor (`--model` is an older name).
-        #[arg(
-            long,
-            alias = "model",
-            value_enum,
-            default_value = "pac",
-            hide_possible_values = true
-        )]
-        backbone: BackboneArg,
         /// log2 of the model's context slots (16 bytes each): the pack's size and the table of
         /// every block compressed with it.
         #[arg(long, value_name = "N", default_value_t = 20)]
@@ -220,15 +211,6 @@ pub struct Flags {
     /// decompressing, the base the archive was made against.
     #[arg(long, value_name = "BASE")]
     pub patch_from: Option<PathBuf>,
-    /// Backbone network of the predictor (`--model` is an older name).
-    #[arg(
-        long,
-        alias = "model",
-        value_enum,
-        default_value = "pac",
-        hide_possible_values = true
-    )]
-    pub backbone: BackboneArg,
 }
 
 /// The network choices of the command line.
@@ -239,26 +221,6 @@ pub enum NetArg {
     Auto,
     /// No network.
     None,
-}
-
-/// Backbones selectable on the command line.
-#[derive(Clone, Copy, Default, clap::ValueEnum)]
-pub enum BackboneArg {
-    /// PAC-style MLP over SEP patch features.
-    #[default]
-    Pac,
-    /// TRACE: causal linear attention over SEP patch tokens.
-    Trace,
-}
-
-impl BackboneArg {
-    /// The library's name for this backbone.
-    pub fn backbone(self) -> sep::Backbone {
-        match self {
-            BackboneArg::Pac => sep::Backbone::Pac,
-            BackboneArg::Trace => sep::Backbone::Trace,
-        }
-    }
 }
 
 /// Parses a byte count with an optional K/M/G (binary) suffix.

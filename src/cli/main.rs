@@ -82,7 +82,6 @@ fn options(flags: &Flags, bar: &Option<ProgressBar>) -> Result<Options, Failure>
     if let Some(dir) = std::env::var_os("SEP_PACKS").filter(|d| !d.is_empty()) {
         opts.pack_lookup = Some(packs_in(PathBuf::from(dir)));
     }
-    opts.backbone = flags.backbone.backbone();
     opts.network = flags.net == args::NetArg::Auto;
     if let Some(path) = &flags.patch_from {
         opts.base = Some(Arc::new(load_base(path)?));
@@ -658,7 +657,6 @@ fn main() -> ExitCode {
             kind,
             description,
             level,
-            backbone,
             table_log,
             history,
             net,
@@ -676,7 +674,6 @@ fn main() -> ExitCode {
                 kind,
                 description,
                 level,
-                backbone: backbone.backbone(),
                 slots_log: table_log,
                 history: usize::try_from(history).unwrap_or(usize::MAX),
                 network: None,

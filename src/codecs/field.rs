@@ -377,7 +377,7 @@ mod tests {
     fn a_smooth_field_round_trips_smaller_than_its_bytes() {
         let field = crate::testing::smooth_field(120, 90, true);
         let backend = CpuBackend::default();
-        let config = CmConfig::for_level(1, <_>::default());
+        let config = CmConfig::for_level(1);
         let shape = Shape {
             bytes: 4,
             big_endian: true,

@@ -1,5 +1,5 @@
-//! The engine on a CUDA GPU (feature `cuda`): the kernels of `kernels` and `attention`, written
-//! again in CUDA C (kernels/engine.cu) and compiled at run time by NVRTC, computing the CPU's
+//! The engine on a CUDA GPU (feature `cuda`): the kernels of `kernels`, written again in CUDA C
+//! (kernels/engine.cu) and compiled at run time by NVRTC, computing the CPU's
 //! bits. The build needs no CUDA toolkit: the driver and NVRTC libraries are loaded when a `Gpu`
 //! is opened, and their absence is an error, not a panic.
 //!
@@ -36,10 +36,6 @@ struct Kernels {
     relu: CudaFunction,
     relu_backward: CudaFunction,
     adam: CudaFunction,
-    layer_norm: CudaFunction,
-    gelu: CudaFunction,
-    gelu_backward: CudaFunction,
-    feature_map: CudaFunction,
     scalar_fn: CudaFunction,
     cross_entropy_grad: CudaFunction,
 }
@@ -132,10 +128,6 @@ impl Gpu {
             relu: f("relu")?,
             relu_backward: f("relu_backward")?,
             adam: f("adam")?,
-            layer_norm: f("layer_norm")?,
-            gelu: f("gelu")?,
-            gelu_backward: f("gelu_backward")?,
-            feature_map: f("feature_map")?,
             scalar_fn: f("scalar_fn")?,
             cross_entropy_grad: f("cross_entropy_grad")?,
         };
@@ -314,34 +306,6 @@ impl Gpu {
         )
     }
 
-    /// `attention::gelu` of `pre` into `out`.
-    pub fn gelu(&self, s: &Arc<CudaStream>, pre: &Buf, out: &mut Buf, len: usize) -> Result<()> {
-        self.elementwise(s, &self.k.gelu, Some(pre), out, len, "gelu")
-    }
-
-    /// `attention::gelu_backward`.
-    pub fn gelu_backward(
-        &self,
-        s: &Arc<CudaStream>,
-        pre: &Buf,
-        grad: &mut Buf,
-        len: usize,
-    ) -> Result<()> {
-        self.elementwise(
-            s,
-            &self.k.gelu_backward,
-            Some(pre),
-            grad,
-            len,
-            "gelu_backward",
-        )
-    }
-
-    /// `attention::feature_map` in place.
-    pub fn feature_map(&self, s: &Arc<CudaStream>, x: &mut Buf, len: usize) -> Result<()> {
-        self.elementwise(s, &self.k.feature_map, None, x, len, "feature_map")
-    }
-
     /// `kernels::adam` over the first `len` parameters.
     #[allow(clippy::too_many_arguments)]
     pub fn adam(
@@ -368,45 +332,6 @@ impl Gpu {
         b.arg(&step.lr).arg(&step.b1).arg(&step.b2).arg(&step.eps);
         // SAFETY: as in `matmul_acc`.
         unsafe { b.launch(cfg) }.map_err(|e| device_error("adam", e))?;
-        Ok(())
-    }
-
-    /// `attention::layer_norm` over `rows` rows of `gain.len()` values.
-    #[allow(clippy::too_many_arguments)]
-    pub fn layer_norm(
-        &self,
-        s: &Arc<CudaStream>,
-        x: &Buf,
-        gain: &Buf,
-        bias: &Buf,
-        xhat: &mut Buf,
-        rstd: &mut Buf,
-        out: &mut Buf,
-        rows: usize,
-    ) -> Result<()> {
-        let n = gain.len();
-        need(bias, n, "layer_norm bias")?;
-        for (buf, what) in [
-            (x, "layer_norm x"),
-            (&*xhat, "layer_norm xhat"),
-            (&*out, "layer_norm out"),
-        ] {
-            need(buf, rows * n, what)?;
-        }
-        need(rstd, rows, "layer_norm rstd")?;
-        let (cfg, rows) = shape(rows)?;
-        let n = int(n)?;
-        let mut b = s.launch_builder(&self.k.layer_norm);
-        b.arg(x)
-            .arg(gain)
-            .arg(bias)
-            .arg(xhat)
-            .arg(rstd)
-            .arg(out)
-            .arg(&rows)
-            .arg(&n);
-        // SAFETY: as in `matmul_acc`.
-        unsafe { b.launch(cfg) }.map_err(|e| device_error("layer_norm", e))?;
         Ok(())
     }
 

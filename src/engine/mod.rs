@@ -1,14 +1,12 @@
-//! Deterministic numeric engine of the context-mixing codec's network: its kernels, and the
-//! determinism version archives record.
+//! Deterministic numeric engine of the context-mixing codec and its networks: the float
+//! kernels (`kernels`, and again in CUDA C, `cuda`), the pre-trained network's integer ones
+//! (`int8`), and the determinism version archives record.
 //!
 //! Every value that reaches a probability is computed with a fixed operation order, so results
 //! are identical whatever SIMD level (`crate::simd`) runs them.
 
-pub mod attention;
-// The frozen networks' kernels (issue 55): tested here, used once a network pack lands.
 #[cfg(feature = "cuda")]
 pub mod cuda;
-#[allow(dead_code)]
 pub mod int8;
 pub mod kernels;
 

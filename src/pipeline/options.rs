@@ -5,7 +5,6 @@ use crate::choice::cm_predicted;
 use crate::choice::text::{looks_like_text, TEXT_HEAD};
 use crate::codecs::cm::{pack, CmConfig, Pack, PackId, DEFAULT_LEVEL, LEVELS};
 use crate::codecs::float::DType;
-use crate::codecs::net::Backbone;
 use crate::error::{Error, Result};
 use crate::format::checksum::hex;
 use crate::format::{self, BaseId};
@@ -59,9 +58,6 @@ pub struct Options {
     /// Compression level, 1 (fastest) to 9 (smallest): which model the context-mixing codec runs
     /// (compression only; the archive records it).
     pub level: u8,
-    /// Backbone of the context-mixing codec's network (compression only; decoding uses the
-    /// archive's).
-    pub backbone: Backbone,
     /// Whether the context-mixing codec runs a network: the pack's pre-trained one where the
     /// pack has one, else the level's own where it has one (level 9); false: none at any
     /// level (compression only; the archive records it).
@@ -99,7 +95,6 @@ impl Default for Options {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             block_size: DEFAULT_BLOCK_SIZE,
             level: DEFAULT_LEVEL,
-            backbone: Backbone::default(),
             network: true,
             dtype: None,
             progress: None,
@@ -152,7 +147,7 @@ impl Options {
 
     /// The context-mixing codec's configuration these options give, without a pack.
     pub(crate) fn cm(&self) -> CmConfig {
-        let mut c = CmConfig::for_level(self.level, self.backbone);
+        let mut c = CmConfig::for_level(self.level);
         c.params.network = self.network;
         c
     }

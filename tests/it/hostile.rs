@@ -233,7 +233,7 @@ fn write_regressions() {
     );
     fs::write(dir.join("tensor-header-grows"), a).unwrap();
     // A network 1024 wide, which no encoder writes.
-    let mut wide = sep::internals::codecs::cm::CmConfig::for_level(9, sep::Backbone::Pac);
+    let mut wide = sep::internals::codecs::cm::CmConfig::for_level(9);
     wide.params.net.hidden = 1024;
     let a = crafted(
         Some(wide.to_bytes()),
@@ -294,7 +294,7 @@ fn write_scaling() {
     }
     // Context-mixing blocks of 1.5 MiB with every context of the catalogue (their tables:
     // about 300 MB), one and three of them, from payloads of 1/128 of a block.
-    let mut every = sep::internals::codecs::cm::CmConfig::for_level(9, sep::Backbone::Pac);
+    let mut every = sep::internals::codecs::cm::CmConfig::for_level(9);
     every.params.contexts = (1 << 24) - 1;
     let raw = 3u64 << 19;
     // No transforms, one lane, its stream zeros (which decode to some bytes).

@@ -1,7 +1,6 @@
 //! The integration tests, one binary: the `sep` command end to end, the library's entry points,
 //! the float codecs through real files, the corpora, and the golden archives.
 
-mod backbones;
 mod bad_input;
 mod cli;
 mod common;
@@ -11,6 +10,7 @@ mod deltas;
 mod fuzzed;
 mod golden;
 mod hostile;
+mod online_network;
 mod packs;
 mod signals;
 mod sources;

@@ -3,7 +3,6 @@
 //! level; bad packs and missing packs are refused in one line, with no output.
 
 use crate::common::*;
-use sep::Backbone::Pac;
 use sep::Kernels;
 use sep::{Error, Options, Pack, PackChoice, PackSpec};
 use std::fs;
@@ -15,7 +14,6 @@ fn spec(name: &str) -> PackSpec {
         kind: "text".into(),
         description: "test".into(),
         level: sep::DEFAULT_LEVEL,
-        backbone: sep::Backbone::Pac,
         slots_log: 16,
         history: 4 << 10,
         network: None,
@@ -201,7 +199,10 @@ fn the_command_line_trains_uses_and_needs_a_pack() {
     assert_eq!(r.stdout, data);
     // A built-in pack by its name (where the build has them); a file of that name is `./NAME`.
     if sep::internals::codecs::cm::pack::BUILTIN {
-        ok(&sep(d, &["-q", "-9", "--pack", "text9", "-o", "b.sep", "f.txt"]));
+        ok(&sep(
+            d,
+            &["-q", "-9", "--pack", "text9", "-o", "b.sep", "f.txt"],
+        ));
         let info = sep(d, &["info", "b.sep"]);
         assert!(String::from_utf8_lossy(&info.stdout).contains("pack:           text9 (sha256 "));
         fails_cleanly(
@@ -227,44 +228,33 @@ fn every_block_continues_the_pack_history() {
         *b ^= 0x20 * b.is_ascii_alphabetic() as u8;
     }
     let data = &data[..];
-    let trace = sep::Backbone::Trace;
-    for (level, backbone) in [
-        (sep::DEFAULT_LEVEL, Pac),
-        (9, Pac),
-        (sep::DEFAULT_LEVEL, trace),
-    ] {
+    for level in [sep::DEFAULT_LEVEL, 9] {
         let mut sizes = Vec::new();
         for history in [0, 48 << 10] {
             let mut s = spec("book");
             s.level = level;
-            s.backbone = backbone;
             s.history = history;
             let bytes = sep::pretrain(train, &s, &|_| {}).unwrap();
             let pack = Arc::new(Pack::from_file(&bytes).unwrap());
             assert_eq!(pack.history_len(), history);
             let mut o = opts(2, Kernels::detect());
             o.level = level;
-            o.backbone = backbone;
             o.block_size = sep::internals::format::PACKED_MIN;
             let packed = archive(data, o, PackChoice::Given(pack.clone()));
             for (threads, kernels) in [(1, Kernels::Scalar), (3, Kernels::detect())] {
                 let mut o = opts(threads, kernels);
                 o.level = level;
-                o.backbone = backbone;
                 o.packs = vec![pack.clone()];
                 let mut out = Vec::new();
                 sep::decompress_to_vec(&packed, &mut out, &o).unwrap();
-                assert!(
-                    out == data,
-                    "level {level} {backbone:?}, {threads} threads, {kernels:?}"
-                );
+                assert!(out == data, "level {level}, {threads} threads, {kernels:?}");
             }
             sep::set_kernels(Kernels::detect());
             sizes.push(packed.len());
         }
         assert!(
             sizes[1] * 2 < sizes[0],
-            "level {level} {backbone:?}: the history did not carry into the blocks: {sizes:?}"
+            "level {level}: the history did not carry into the blocks: {sizes:?}"
         );
     }
     // The history itself, predicted past the context-mixing codec's 128:1 limit, stays neural

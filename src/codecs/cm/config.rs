@@ -3,11 +3,11 @@
 use super::experts::MAX_HASHED;
 use super::pack::{Pack, PackId, NAME_MAX};
 use super::predictor::{Params, Predictor, DEFAULT_CONTEXTS};
-use crate::codecs::net::{Backbone, NetConfig};
+use crate::codecs::net::NetConfig;
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
-/// The context-mixing codec's configuration: its backbone, level, parameters and pack, serialised
+/// The context-mixing codec's configuration: its level, parameters and pack, serialised
 /// into the archive header.
 #[derive(Clone, Debug)]
 pub struct CmConfig {
@@ -35,7 +35,7 @@ impl Eq for CmConfig {}
 
 impl Default for CmConfig {
     fn default() -> Self {
-        Self::for_level(DEFAULT_LEVEL, Backbone::default())
+        Self::for_level(DEFAULT_LEVEL)
     }
 }
 
@@ -71,7 +71,7 @@ const NEURAL_DEFAULT: u8 = 2;
 const NEURAL_LEVEL: u8 = 3;
 /// Flag bit of `NEURAL_LEVEL`: the model starts from a pack.
 const FLAG_PACK: u8 = 4;
-/// Flag bit of `NEURAL_LEVEL`: the network's backbone is TRACE rather than PAC.
+/// Flag bit of `NEURAL_LEVEL` that archives of the retired TRACE backbone set.
 const FLAG_TRACE: u8 = 8;
 /// Flag bit of `NEURAL_LEVEL`: no network runs (`Params::network` false).
 const FLAG_NO_NETWORK: u8 = 16;
@@ -82,12 +82,12 @@ pub const LANES_MAX: u16 = 16;
 /// Widest network an archive may ask for (MLP hidden units, TRACE's width): the width every
 /// level that runs a network writes. A network's work per byte grows with its width squared,
 /// so this bounds the decoder's work per output byte to that of the costliest configuration
-/// an encoder writes (level 9 with TRACE).
+/// an encoder writes (level 9).
 pub const HIDDEN_MAX: u16 = 32;
 
 impl CmConfig {
     /// The model of compression level `level` (clamped to `LEVELS`).
-    pub fn for_level(level: u8, backbone: Backbone) -> Self {
+    pub fn for_level(level: u8) -> Self {
         let level = level.clamp(*LEVELS.start(), *LEVELS.end());
         let mut params = Params {
             contexts: LEVEL_CONTEXTS[level as usize - 1]
@@ -97,10 +97,8 @@ impl CmConfig {
         };
         params.lean = level == 2;
         params.fast = level == 1;
-        params.net.backbone = backbone;
-        // The MLP runs at the highest level only; another backbone, asked for, at every level
-        // but the fast predictor's.
-        if level == 9 || (backbone != Backbone::Pac && !params.fast) {
+        // The online MLP runs at the highest level only.
+        if level == 9 {
             params.net.hidden = NetConfig::default().hidden;
         }
         CmConfig {
@@ -171,17 +169,11 @@ impl CmConfig {
             && c.contexts == DEFAULT_CONTEXTS
             && !c.lean
             && !c.fast
-            && c.net.backbone == Backbone::Pac
             && c.network
             && self.pack.is_none();
         let pack_flag = if self.pack.is_some() { FLAG_PACK } else { 0 };
-        let trace_flag = if c.net.backbone == Backbone::Trace {
-            FLAG_TRACE
-        } else {
-            0
-        };
         let off_flag = if c.network { 0 } else { FLAG_NO_NETWORK };
-        let flags = c.lean as u8 | (c.fast as u8) << 1 | pack_flag | trace_flag | off_flag;
+        let flags = c.lean as u8 | (c.fast as u8) << 1 | pack_flag | off_flag;
         let mut b = match short {
             true => vec![NEURAL_DEFAULT],
             false => vec![NEURAL_LEVEL, self.level, flags],
@@ -203,7 +195,7 @@ impl CmConfig {
         b
     }
 
-    /// Parses the serialised form, rejecting unknown backbones and bad parameters; returns the
+    /// Parses the serialised form, rejecting unknown flags and bad parameters; returns the
     /// configuration without its pack and the id of the pack it needs, if any (`attach` it).
     pub fn from_bytes(b: &[u8]) -> Result<(Self, Option<PackId>)> {
         let mut pack = None;
@@ -248,6 +240,9 @@ impl CmConfig {
             }
             [] => return Err(Error::Corrupt("empty context-mixing configuration".into())),
         };
+        if flags & FLAG_TRACE != 0 {
+            return Err(Error::Retired("the TRACE network (retired 2026-11-29)"));
+        }
         let u16_at = |i: usize| u16::from_le_bytes([rest[i], rest[i + 1]]);
         let c = Params {
             max_lanes: u16_at(0),
@@ -255,10 +250,6 @@ impl CmConfig {
             mix_lr: u16_at(6),
             mix_lr_start: u16_at(8),
             net: NetConfig {
-                backbone: match flags & FLAG_TRACE {
-                    0 => Backbone::Pac,
-                    _ => Backbone::Trace,
-                },
                 hidden: u16_at(10),
                 lr: u16_at(12),
             },
@@ -276,7 +267,7 @@ impl CmConfig {
             || c.contexts >> MAX_HASHED != 0
             || flags & !31 != 0
             || flags & 3 == 3
-            || (c.fast && (pack.is_some() || c.net.backbone != Backbone::Pac))
+            || (c.fast && pack.is_some())
         {
             return Err(Error::Corrupt(
                 "context-mixing configuration out of range".into(),
@@ -305,10 +296,7 @@ impl CmConfig {
         let net = match c.net.hidden {
             _ if !c.network => "no network (switched off)".to_string(),
             0 => "no network".to_string(),
-            h => match c.net.backbone {
-                Backbone::Pac => format!("backbone pac ({h} hidden)"),
-                b => format!("backbone {} (width {h})", b.name()),
-            },
+            h => format!("backbone pac ({h} hidden)"),
         };
         format!(
             "level {}: {net}; context mixing of bit histories of {} contexts (orders, words, \
@@ -339,7 +327,7 @@ mod tests {
         assert!(CmConfig::from_bytes(&bad).is_err(), "zero lanes accepted");
         assert!(CmConfig::from_bytes(&[]).is_err());
         for level in LEVELS {
-            let c = CmConfig::for_level(level, Backbone::Pac);
+            let c = CmConfig::for_level(level);
             assert_eq!(
                 CmConfig::from_bytes(&c.to_bytes()).unwrap(),
                 (c.clone(), None)
@@ -348,46 +336,37 @@ mod tests {
             assert_eq!(c.params.fast, level == 1);
             assert_eq!(c.params.lean, level == 2);
         }
-        // Every level but the fast one takes the TRACE backbone, recorded.
-        for level in 2..=9 {
-            let c = CmConfig::for_level(level, Backbone::Trace);
-            assert_eq!(c.params.net.backbone, Backbone::Trace);
-            assert!(c.params.net.hidden > 0);
-            assert_eq!(
-                CmConfig::from_bytes(&c.to_bytes()).unwrap(),
-                (c.clone(), None)
-            );
-        }
         // No configuration costlier than the costliest an encoder writes: every level's
-        // network is at most `HIDDEN_MAX` wide and runs on one lane; a wider network of either
-        // backbone, or more lanes than `LANES_MAX`, is refused.
-        for backbone in [Backbone::Pac, Backbone::Trace] {
-            for level in LEVELS {
-                let p = CmConfig::for_level(level, backbone).params;
-                assert!(p.net.hidden <= HIDDEN_MAX && p.max_lanes <= LANES_MAX);
-            }
-            let mut wide = CmConfig::for_level(9, backbone);
-            wide.params.net.hidden = HIDDEN_MAX + 1;
-            assert!(
-                CmConfig::from_bytes(&wide.to_bytes()).is_err(),
-                "a {backbone:?} wider than the widest an encoder writes accepted"
-            );
-            let mut lanes = CmConfig::for_level(9, backbone);
-            lanes.params.max_lanes = LANES_MAX;
-            assert!(CmConfig::from_bytes(&lanes.to_bytes()).is_ok());
-            lanes.params.max_lanes = LANES_MAX + 1;
-            assert!(CmConfig::from_bytes(&lanes.to_bytes()).is_err());
+        // network is at most `HIDDEN_MAX` wide and runs on one lane; a wider network, or more
+        // lanes than `LANES_MAX`, is refused.
+        for level in LEVELS {
+            let p = CmConfig::for_level(level).params;
+            assert!(p.net.hidden <= HIDDEN_MAX && p.max_lanes <= LANES_MAX);
         }
-        let mut bad = CmConfig::for_level(1, Backbone::Pac).to_bytes();
-        bad[2] |= FLAG_TRACE;
+        let mut wide = CmConfig::for_level(9);
+        wide.params.net.hidden = HIDDEN_MAX + 1;
         assert!(
-            CmConfig::from_bytes(&bad).is_err(),
-            "the fast predictor with a network accepted"
+            CmConfig::from_bytes(&wide.to_bytes()).is_err(),
+            "a network wider than the widest an encoder writes accepted"
         );
+        let mut lanes = CmConfig::for_level(9);
+        lanes.params.max_lanes = LANES_MAX;
+        assert!(CmConfig::from_bytes(&lanes.to_bytes()).is_ok());
+        lanes.params.max_lanes = LANES_MAX + 1;
+        assert!(CmConfig::from_bytes(&lanes.to_bytes()).is_err());
+        // The retired TRACE network: refused as such.
+        for level in [1, 9] {
+            let mut trace = CmConfig::for_level(level).to_bytes();
+            trace[2] |= FLAG_TRACE;
+            assert!(matches!(
+                CmConfig::from_bytes(&trace),
+                Err(Error::Retired(_))
+            ));
+        }
         // A model without its network (`--net none`) is recorded as such, at any level, and
         // fits the packs of the model with it.
         for level in 2..=9 {
-            let mut c = CmConfig::for_level(level, Backbone::Pac);
+            let mut c = CmConfig::for_level(level);
             c.params.network = false;
             let (back, _) = CmConfig::from_bytes(&c.to_bytes()).unwrap();
             assert!(!back.params.network && back == c);
@@ -395,7 +374,7 @@ mod tests {
             on.params.network = true;
             assert_eq!(c.pack_key(), on.to_bytes());
         }
-        let mut bad = CmConfig::for_level(9, Backbone::Pac).to_bytes();
+        let mut bad = CmConfig::for_level(9).to_bytes();
         bad[2] |= 32;
         assert!(
             CmConfig::from_bytes(&bad).is_err(),
@@ -403,10 +382,10 @@ mod tests {
         );
         // The default level keeps its short form, so its archives are unchanged.
         assert_eq!(CmConfig::default().to_bytes()[0], NEURAL_DEFAULT);
-        let mut bad = CmConfig::for_level(1, Backbone::Pac).to_bytes();
+        let mut bad = CmConfig::for_level(1).to_bytes();
         bad[2] = 3;
         assert!(CmConfig::from_bytes(&bad).is_err(), "unknown flag accepted");
-        let mut bad = CmConfig::for_level(1, Backbone::Pac).to_bytes();
+        let mut bad = CmConfig::for_level(1).to_bytes();
         *bad.last_mut().unwrap() = 0x80;
         assert!(
             CmConfig::from_bytes(&bad).is_err(),
@@ -418,7 +397,7 @@ mod tests {
     #[test]
     fn a_pack_name_with_a_control_character_is_refused() {
         // The header of a level-9 model naming a pack: its hash, the name's length, the name.
-        let mut b = CmConfig::for_level(9, Backbone::Pac).to_bytes();
+        let mut b = CmConfig::for_level(9).to_bytes();
         b[2] |= FLAG_PACK;
         b.extend_from_slice(&[7; 32]);
         for (name, ok) in [

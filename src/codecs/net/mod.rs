@@ -1,14 +1,13 @@
-//! The predictor's network: which backbone, its shape, and one interface over the backbones
-//! (predict the next byte of every lane, then learn the true bytes).
+//! The predictor's network: the online MLP (`pac`, trained on the block as it is coded) or a
+//! pack's pre-trained network (`frozen`), behind one interface (predict the next byte of
+//! every lane, then learn the true bytes).
 
 mod config;
 pub mod frozen;
 mod pac;
-mod trace;
 mod train;
 
-pub use config::{Backbone, NetConfig};
-pub use trace::Trace;
+pub use config::NetConfig;
 
 use super::lanes::Lanes;
 use frozen::Frozen;
@@ -20,8 +19,6 @@ use std::sync::Arc;
 pub enum Network {
     /// The MLP.
     Pac(Box<Pac>),
-    /// The linear-attention transformer.
-    Trace(Box<Trace>),
     /// A pre-trained network, frozen (a pack's), one stream per lane.
     Frozen(Box<FrozenLanes>),
 }
@@ -70,10 +67,7 @@ impl FrozenLanes {
 impl Network {
     /// A network with seeded initial weights for up to `lanes` lanes.
     pub fn new(cfg: NetConfig, lanes: usize) -> Self {
-        match cfg.backbone {
-            Backbone::Pac => Network::Pac(Box::new(Pac::new(cfg, lanes))),
-            Backbone::Trace => Network::Trace(Box::new(Trace::new(cfg, lanes, trace::WINDOW))),
-        }
+        Network::Pac(Box::new(Pac::new(cfg, lanes)))
     }
 
     /// Predicts the next byte of the first `active` lanes at `step`; `matches[l]` is lane l's
@@ -88,7 +82,6 @@ impl Network {
     ) -> &[f32] {
         match self {
             Network::Pac(n) => n.forward(hist, lanes, step, active, matches),
-            Network::Trace(n) => n.forward(hist, lanes, step, active, matches),
             Network::Frozen(n) => n.forward(active),
         }
     }
@@ -97,7 +90,6 @@ impl Network {
     pub fn learn(&mut self, bytes: &[u8]) {
         match self {
             Network::Pac(n) => n.learn(bytes),
-            Network::Trace(n) => n.learn(bytes),
             Network::Frozen(n) => n.learn(bytes),
         }
     }
@@ -106,7 +98,6 @@ impl Network {
     pub fn params(&self) -> &[f32] {
         match self {
             Network::Pac(n) => n.params(),
-            Network::Trace(n) => n.params(),
             Network::Frozen(_) => &[],
         }
     }
@@ -116,7 +107,6 @@ impl Network {
     pub fn load(&mut self, p: &[f32]) {
         match self {
             Network::Pac(n) => n.load(p),
-            Network::Trace(n) => n.load(p),
             Network::Frozen(_) => {}
         }
     }

@@ -438,14 +438,7 @@ mod tests {
             .map(|l| hist[lanes.start(l) + step])
             .collect();
         let m = vec![(Some(b'a'), 3), (None, 0), (Some(b' '), 9)];
-        let mut net = Pac::new(
-            NetConfig {
-                hidden: 8,
-                lr: 0,
-                ..NetConfig::default()
-            },
-            lanes.count,
-        );
+        let mut net = Pac::new(NetConfig { hidden: 8, lr: 0 }, lanes.count);
         // Move the weights off their symmetric start so every path carries gradient.
         let mut rng = Rng(99);
         for p in net.p.iter_mut() {

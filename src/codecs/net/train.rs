@@ -1,4 +1,4 @@
-//! What every backbone network trains with: seeded initial weights, bias gradients, and the
+//! What the online network trains with: seeded initial weights, bias gradients, and the
 //! online Adam schedule (dense parameters every step, embedding rows only where they got
 //! gradient).
 
@@ -19,16 +19,6 @@ impl Rng {
         let r = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40;
         (r as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
     }
-
-    /// Fills `p` with values uniform in `[-scale, scale)`.
-    pub fn fill(&mut self, p: &mut [f32], scale: f32) {
-        p.iter_mut().for_each(|x| *x = self.uniform(scale));
-    }
-}
-
-/// Glorot's uniform bound for a `fan_in` x `fan_out` weight.
-pub fn glorot(fan_in: usize, fan_out: usize) -> f32 {
-    (6.0 / (fan_in + fan_out) as f32).sqrt()
 }
 
 /// Adds every row of `rows` (row length `acc.len()`) to `acc`, rows in order: a bias gradient.

@@ -2,7 +2,6 @@
 //! `cargo test --release --features cuda -- --ignored engine::cuda`.
 
 use super::*;
-use crate::engine::attention;
 use crate::engine::kernels::{self, tests::rng};
 
 /// Values that exercise the kernels' edge cases: exact zeros of both signs (skipped by the
@@ -139,38 +138,6 @@ fn matrix_kernels_match_the_cpu() {
             &gpu.download(&s, &zd).unwrap(),
             &want,
         );
-
-        // Layer norm over rows of n.
-        let gain = values(&mut seed, n);
-        let bias = values(&mut seed, n);
-        let (mut xhat, mut rstd, mut out) =
-            (vec![0.0; rows * n], vec![0.0; rows], vec![0.0; rows * n]);
-        attention::layer_norm(&out0, &gain, &bias, &mut xhat, &mut rstd, &mut out);
-        let (gd, bd) = (
-            gpu.upload(&s, &gain).unwrap(),
-            gpu.upload(&s, &bias).unwrap(),
-        );
-        let x0 = gpu.upload(&s, &out0).unwrap();
-        let mut hd = gpu.upload(&s, &vec![0.0; rows * n]).unwrap();
-        let mut rd = gpu.upload(&s, &vec![0.0; rows]).unwrap();
-        let mut nd = gpu.upload(&s, &vec![0.0; rows * n]).unwrap();
-        gpu.layer_norm(&s, &x0, &gd, &bd, &mut hd, &mut rd, &mut nd, rows)
-            .unwrap();
-        same(
-            &format!("layer_norm xhat {tag}"),
-            &gpu.download(&s, &hd).unwrap(),
-            &xhat,
-        );
-        same(
-            &format!("layer_norm rstd {tag}"),
-            &gpu.download(&s, &rd).unwrap(),
-            &rstd,
-        );
-        same(
-            &format!("layer_norm out {tag}"),
-            &gpu.download(&s, &nd).unwrap(),
-            &out,
-        );
     }
 }
 
@@ -196,24 +163,6 @@ fn elementwise_kernels_match_the_cpu() {
     let mut d = gpu.upload(&s, &g).unwrap();
     gpu.relu_backward(&s, &xd, &mut d, len).unwrap();
     same("relu_backward", &gpu.download(&s, &d).unwrap(), &want);
-
-    let mut want = vec![0.0; len];
-    attention::gelu(&x, &mut want);
-    let mut d = gpu.upload(&s, &vec![0.0; len]).unwrap();
-    gpu.gelu(&s, &xd, &mut d, len).unwrap();
-    same("gelu", &gpu.download(&s, &d).unwrap(), &want);
-
-    let mut want = g.clone();
-    attention::gelu_backward(&x, &mut want);
-    let mut d = gpu.upload(&s, &g).unwrap();
-    gpu.gelu_backward(&s, &xd, &mut d, len).unwrap();
-    same("gelu_backward", &gpu.download(&s, &d).unwrap(), &want);
-
-    let mut want = x.clone();
-    attention::feature_map(&mut want);
-    let mut d = gpu.upload(&s, &x).unwrap();
-    gpu.feature_map(&s, &mut d, len).unwrap();
-    same("feature_map", &gpu.download(&s, &d).unwrap(), &want);
 
     // Adam: moments must be non-negative where the CPU keeps them so.
     let p = values(&mut seed, len);
