@@ -23,6 +23,7 @@ pub use candidates::Setup;
 pub use sample::cm_predicted;
 
 use crate::codecs::float::delta::Delta;
+use crate::codecs::jpeg::Jpeg;
 use crate::containers::Kind;
 use crate::format::Codec;
 use candidates::Best;
@@ -30,6 +31,10 @@ use candidates::Best;
 /// A delta block (`--patch-from`) under this share of the block's bytes is kept without trying
 /// the other codecs: they make trained weights no smaller than 0.6 of them.
 const DELTA_SURE: f64 = 0.4;
+
+/// A JPEG block the JPEG codec takes to under this share of its bytes is kept without
+/// trying the other codecs (photos: 0.7-0.8).
+const JPEG_SURE: f64 = 0.9;
 
 /// What a block is, besides its bytes.
 #[derive(Clone, Copy)]
@@ -63,6 +68,16 @@ pub fn code_block(data: &[u8], place: Place, setup: &Setup, spare: Vec<u8>) -> (
         Kind::Quantized => tensor::quantized(data, setup, &mut best),
         Kind::TensorHeader => tensor::header(data, setup, &mut best),
         Kind::General => general::general(data, place.tensor_file, setup, &mut best, spare),
+        Kind::Jpeg => {
+            // A JPEG the codec declines (damaged, unusual) is general data, and so is one it
+            // takes little off (a small image), which the other codecs then try to beat.
+            best.try_codec(&Jpeg);
+            if best.codec != Codec::Jpeg || best.len() as f64 > JPEG_SURE * data.len() as f64 {
+                general::general(data, place.tensor_file, setup, &mut best, spare);
+            } else {
+                (setup.progress)(data.len() as u64);
+            }
+        }
     }
     (best.codec, best.payload)
 }

@@ -6,6 +6,7 @@
 
 mod ct2;
 mod gguf;
+mod jpeg;
 mod numpy;
 mod onnx;
 mod pickle;
@@ -32,7 +33,7 @@ pub fn layout(data: &[u8], raw: Option<DType>) -> Vec<Segment> {
         .or_else(|| torch::stretches(data))
         .unwrap_or_else(|| match raw {
             Some(d) => vec![(data.len() as u64, Kind::Tensor(d))],
-            None => vec![(data.len() as u64, Kind::General)],
+            None => jpeg::stretches(data),
         });
     merge(parts)
 }
@@ -52,8 +53,13 @@ fn merge(parts: Vec<(u64, Kind)>) -> Vec<Segment> {
             k => k,
         };
         match out.last_mut() {
-            // Large tensors stay apart so that each gets its own codec choice and statistics.
-            Some(last) if last.kind == kind && (last.len < OWN_SEGMENT || len < OWN_SEGMENT) => {
+            // Large tensors stay apart so that each gets its own codec choice and statistics;
+            // so does every JPEG file, which the JPEG codec takes whole or not at all.
+            Some(last)
+                if last.kind == kind
+                    && kind != Kind::Jpeg
+                    && (last.len < OWN_SEGMENT || len < OWN_SEGMENT) =>
+            {
                 last.len += len
             }
             _ => out.push(Segment { len, kind }),

@@ -14,6 +14,8 @@ pub enum Kind {
     Tensor(DType),
     /// A quantized tensor's one-byte integers (int8, uint8, int4 packed two to a byte).
     Quantized,
+    /// One whole JPEG file (`jpeg`), in a stretch of general data or alone.
+    Jpeg,
 }
 
 impl Kind {

@@ -83,6 +83,9 @@ pub enum Codec {
     /// Payload is a tensor of one-byte values (fp8) rANS-coded from one table of their
     /// frequencies, which it holds.
     ByteTable,
+    /// Payload is a JPEG file recompressed by Lepton's model: the image's size, then a Lepton
+    /// file.
+    Jpeg,
 }
 
 impl Codec {
@@ -103,6 +106,7 @@ impl Codec {
             Codec::Lzma => 11,
             Codec::Delta => 12,
             Codec::ByteTable => 13,
+            Codec::Jpeg => 14,
         }
     }
 
@@ -123,6 +127,7 @@ impl Codec {
             11 => Ok(Codec::Lzma),
             12 => Ok(Codec::Delta),
             13 => Ok(Codec::ByteTable),
+            14 => Ok(Codec::Jpeg),
             t => Err(Error::Corrupt(format!("unknown block codec {t}"))),
         }
     }
@@ -144,6 +149,7 @@ impl Codec {
             Codec::Lzma => "lzma",
             Codec::Delta => "delta",
             Codec::ByteTable => "bytes",
+            Codec::Jpeg => "jpeg",
         }
     }
 }
@@ -469,7 +475,8 @@ fn lengths_valid(codec: Codec, raw_len: u64, payload_len: u64, block_size: u64) 
         | Codec::Swapped
         | Codec::Lzma
         | Codec::Delta
-        | Codec::ByteTable => payload_len < raw_len,
+        | Codec::ByteTable
+        | Codec::Jpeg => payload_len < raw_len,
     };
     if !ok {
         return Err(Error::Corrupt(format!(

@@ -239,6 +239,13 @@ fn cases() -> Vec<Case> {
             base: None,
         },
         Case {
+            name: "jpeg.jpg",
+            input: crate::common::repo_file("tests/data/jpeg/flower-of-life.jpg"),
+            codecs: &[Codec::Jpeg],
+            written: true,
+            base: None,
+        },
+        Case {
             name: "delta.safetensors",
             input: stepped(&mixed_tensors()),
             codecs: &[Codec::Delta],

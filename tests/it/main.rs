@@ -10,6 +10,7 @@ mod deltas;
 mod fuzzed;
 mod golden;
 mod hostile;
+mod jpeg;
 mod online_network;
 mod packs;
 mod signals;
