@@ -76,7 +76,7 @@ def test_bad_input_raises_and_writes_nothing(tmp_path):
     with pytest.raises(sep.SepError):
         sep.decompress(bytes(flipped))
     with pytest.raises(sep.SepError):
-        sep.compress(data, model="gpt")
+        sep.compress(data, net="gpt")
     with pytest.raises(sep.SepError):
         sep.compress(data, pack=str(tmp_path / "missing.pack"))
     src = tmp_path / "input.txt"

@@ -79,7 +79,7 @@ const FLAG_NO_NETWORK: u8 = 16;
 /// over them, and each lane holds the network's state, so the bound keeps a header's memory
 /// and work to what an encoder could ask.
 pub const LANES_MAX: u16 = 16;
-/// Widest network an archive may ask for (MLP hidden units, TRACE's width): the width every
+/// Widest network an archive may ask for (the online MLP's hidden units): the width every
 /// level that runs a network writes. A network's work per byte grows with its width squared,
 /// so this bounds the decoder's work per output byte to that of the costliest configuration
 /// an encoder writes (level 9).
