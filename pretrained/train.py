@@ -14,7 +14,8 @@ The network predicts each byte's 256-way distribution from the bytes before it:
   embeddings of the bytes of the current patch so far, through an MLP to 256 logits.
 
 Usage: pretrained/train.py TYPE [--backbone pac|trace] [--steps N] [--until N] [--minutes M]
-                           [--mix TYPE2:WEIGHT]... [--crlf SHARE]
+                           [--mix TYPE2:WEIGHT]... [--crlf SHARE] [--init RUN] [--lr LR]
+                           [--warmup N]
 Checkpoints go to target/pretrained/TYPE-BACKBONE/ (ckpt.pkl, log.tsv).
 """
 
@@ -182,6 +183,13 @@ def main():
         help="another corpus to draw windows from, with its weight (TYPE's own is 1)",
     )
     ap.add_argument("--crlf", type=float, default=0.15, help="share of windows with CR LF")
+    ap.add_argument(
+        "--init",
+        metavar="RUN",
+        help="start from another run's weights (target/pretrained/RUN/ckpt.pkl), with a fresh "
+        "optimizer and schedule: fine-tuning one type's network from another's",
+    )
+    ap.add_argument("--warmup", type=int, default=500, help="steps of learning-rate warm-up")
     args = ap.parse_args()
     import jax
     import jax.numpy as jnp
@@ -193,10 +201,14 @@ def main():
     held = {t: (corpus / f"{t}.heldout").read_bytes() for t, _ in mix}
     out = ROOT / f"target/pretrained/{args.type}-{args.backbone}"
     out.mkdir(parents=True, exist_ok=True)
-    sched = optax.warmup_cosine_decay_schedule(0.0, args.lr, 500, args.steps, args.lr * 0.05)
+    sched = optax.warmup_cosine_decay_schedule(0.0, args.lr, args.warmup, args.steps, args.lr * 0.05)
     opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=1e-4))
     ckpt = out / "ckpt.pkl"
     params = init(jax.random.PRNGKey(0), args.backbone)
+    if args.init:
+        with open(ROOT / f"target/pretrained/{args.init}/ckpt.pkl", "rb") as f:
+            params = jax.tree_util.tree_map(jnp.asarray, pickle.load(f)["params"])
+        print(f"starting from {args.init}'s weights", flush=True)
     state = opt.init(params)
     step = 0
     if ckpt.exists():

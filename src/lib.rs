@@ -181,10 +181,10 @@ pub struct PackSpec {
     pub base: Option<String>,
 }
 
-/// The packs built into this build (`text`, the default level's; `text9`, level 9's), which
-/// `PackChoice::Auto` picks from and every archive naming one decodes with; none in a build
-/// without the `builtin-pack` feature.
-pub fn builtin_packs() -> Result<Vec<std::sync::Arc<Pack>>> {
+/// The packs built into this build (`text`, the default level's; `text9`, level 9's; and
+/// superseded ones), with which every archive naming one decodes, and whether
+/// `PackChoice::Auto` may pick each; none in a build without the `builtin-pack` feature.
+pub fn builtin_packs() -> Result<Vec<(std::sync::Arc<Pack>, bool)>> {
     codecs::cm::pack::builtins()
 }
 

@@ -71,7 +71,8 @@ fn options(flags: &Flags, bar: &Option<ProgressBar>) -> Result<Options, Failure>
         // A built-in pack's name is a keyword like `auto` (`./text` is the file).
         Some(p) => match sep::builtin_packs()?
             .into_iter()
-            .find(|b| Path::new(b.name()) == p)
+            .find(|(b, current)| *current && Path::new(b.name()) == p)
+            .map(|(b, _)| b)
         {
             Some(b) => sep::PackChoice::Given(b),
             None => sep::PackChoice::Given(Arc::new(load_pack(p)?)),

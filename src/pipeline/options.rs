@@ -2,7 +2,7 @@
 
 use crate::choice::base::Base;
 use crate::choice::cm_predicted;
-use crate::choice::text::{looks_like_text, TEXT_HEAD};
+use crate::choice::text::{looks_like_text, pick_pack, TEXT_HEAD};
 use crate::codecs::cm::{pack, CmConfig, Pack, PackId, DEFAULT_LEVEL, LEVELS};
 use crate::codecs::float::DType;
 use crate::error::{Error, Result};
@@ -176,8 +176,9 @@ impl Options {
                 {
                     return Ok(plain);
                 }
-                // The built-in text pack of this level, where it has one.
-                match pack::builtins()?.into_iter().find(|p| plain.fits(p)) {
+                // The built-in pack of this level that suits the input, where it has one.
+                let fitting = pack::current()?.into_iter().filter(|p| plain.fits(p));
+                match pick_pack(fitting.collect(), head) {
                     Some(text) => {
                         let mut c = plain.attach(text)?;
                         c.text_only = true;
@@ -213,7 +214,7 @@ impl Options {
         if let Some(p) = given.into_iter().chain(&self.packs).find(|p| p.id == *id) {
             return Ok(p.clone());
         }
-        if let Some(p) = pack::builtins()?.into_iter().find(|p| p.id == *id) {
+        if let Some(p) = pack::builtin_of(id)? {
             return Ok(p);
         }
         let found = match &self.pack_lookup {

@@ -529,3 +529,40 @@ fn level_9_starts_text_from_its_builtin_pack_with_its_network() {
     }
     sep::set_kernels(Kernels::detect());
 }
+
+#[cfg(feature = "builtin-pack")]
+#[test]
+fn archives_naming_a_superseded_builtin_pack_still_decode() {
+    // Written at level 9 with the first `text9` (pretrained/text9-v1.pack), which the current
+    // one replaced: every build keeps it so that such archives decode, and no level picks it.
+    let old = repo_file("tests/data/golden/v2/text9-v1.sed.1.sep");
+    let original = corpus_file("text/sed.1");
+    let named = sep::inspect(std::io::Cursor::new(&old))
+        .unwrap()
+        .pack
+        .unwrap();
+    let builtins = sep::builtin_packs().unwrap();
+    let superseded = builtins
+        .iter()
+        .find(|(p, _)| p.sha256_hex() == named.1)
+        .unwrap();
+    assert_eq!((superseded.0.name(), superseded.1), ("text9", false));
+    for (threads, kernels) in [(1, Kernels::Scalar), (2, Kernels::detect())] {
+        let mut out = Vec::new();
+        sep::decompress_to_vec(&old, &mut out, &opts(threads, kernels)).unwrap();
+        assert!(out == original, "decodes to other bytes");
+    }
+    sep::set_kernels(Kernels::detect());
+    let mut o = opts(1, Kernels::detect());
+    o.level = 9;
+    let now = sep::inspect(std::io::Cursor::new(archive(
+        &original,
+        o,
+        PackChoice::Auto,
+    )))
+    .unwrap()
+    .pack
+    .unwrap();
+    assert_eq!(now.0, "text9");
+    assert_ne!(now.1, named.1, "level 9 picked the superseded pack");
+}

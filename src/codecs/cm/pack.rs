@@ -25,48 +25,70 @@ use sha2::{Digest, Sha256};
 use std::fmt;
 use std::sync::Arc;
 
-/// The built-in packs (`pretrained/build.sh` makes them), which the blocks that look like text
-/// start from unless told otherwise, each at the level it fits: `text` the default level's,
-/// `text9` level 9's (which shares `text`'s tables and carries the text network); in builds
-/// with the `builtin-pack` feature (on by default), as they add 27 MB to the binary. Each
-/// file's SHA-256 in hex is written beside it, so that loading one does not hash it (a test
-/// checks them).
+/// A pack built into sep.
 #[cfg(feature = "builtin-pack")]
-static BUILTINS: [(&[u8], &str); 2] = [
-    (
-        include_bytes!("../../../pretrained/text.pack"),
-        include_str!("../../../pretrained/text.pack.sha256"),
-    ),
-    (
-        include_bytes!("../../../pretrained/text9.pack"),
-        include_str!("../../../pretrained/text9.pack.sha256"),
-    ),
+struct Builtin {
+    file: &'static [u8],
+    /// Its SHA-256 in hex, written beside the file so that loading it does not hash it (a test
+    /// checks them).
+    sha256: &'static str,
+    /// Whether a level may choose it; a superseded pack stays only so that the archives that
+    /// name it decode.
+    current: bool,
+}
+
+/// The built-in packs (`pretrained/build.sh` and `networks.sh` make them), which the blocks
+/// that look like text start from unless told otherwise, each at the level it fits: `text` the
+/// default level's, `text9` level 9's (which shares `text`'s tables and carries the text
+/// network) and the `text9` it superseded; in builds with the `builtin-pack` feature (on by
+/// default), as they add 29 MB to the binary. A base comes before the packs that share it.
+#[cfg(feature = "builtin-pack")]
+static BUILTINS: [Builtin; 3] = [
+    Builtin {
+        file: include_bytes!("../../../pretrained/text.pack"),
+        sha256: include_str!("../../../pretrained/text.pack.sha256"),
+        current: true,
+    },
+    Builtin {
+        file: include_bytes!("../../../pretrained/text9.pack"),
+        sha256: include_str!("../../../pretrained/text9.pack.sha256"),
+        current: true,
+    },
+    Builtin {
+        file: include_bytes!("../../../pretrained/text9-v1.pack"),
+        sha256: include_str!("../../../pretrained/text9-v1.pack.sha256"),
+        current: false,
+    },
 ];
 
 /// Whether this build holds the built-in packs.
 pub const BUILTIN: bool = cfg!(feature = "builtin-pack");
 
-/// The built-in packs, parsed on first use; none in a build without them.
+/// The built-in packs, parsed on first use, each with whether a level may choose it; none in a
+/// build without them.
 #[cfg(not(feature = "builtin-pack"))]
-pub fn builtins() -> Result<Vec<Arc<Pack>>> {
+pub fn builtins() -> Result<Vec<(Arc<Pack>, bool)>> {
     Ok(Vec::new())
 }
 
-/// The built-in packs, parsed on first use (a later one may share an earlier one's tables).
+/// The built-in packs, parsed on first use, each with whether a level may choose it.
 #[cfg(feature = "builtin-pack")]
-pub fn builtins() -> Result<Vec<Arc<Pack>>> {
+pub fn builtins() -> Result<Vec<(Arc<Pack>, bool)>> {
     use std::sync::OnceLock;
-    static PARSED: OnceLock<std::result::Result<Vec<Arc<Pack>>, String>> = OnceLock::new();
+    type Parsed = std::result::Result<Vec<(Arc<Pack>, bool)>, String>;
+    static PARSED: OnceLock<Parsed> = OnceLock::new();
     PARSED
         .get_or_init(|| {
-            let mut packs: Vec<Arc<Pack>> = Vec::new();
-            for (file, sha) in BUILTINS {
-                let sha = unhex(sha.trim())
+            let mut packs: Vec<(Arc<Pack>, bool)> = Vec::new();
+            for b in &BUILTINS {
+                let sha = unhex(b.sha256.trim())
                     .and_then(|h| <[u8; 32]>::try_from(h).ok())
                     .ok_or("a recorded hash is not 64 hex digits")?;
-                let pack = Pack::parse(file, sha, |id| packs.iter().find(|p| p.id == *id).cloned())
-                    .map_err(|e| e.to_string())?;
-                packs.push(Arc::new(pack));
+                let pack = Pack::parse(b.file, sha, |id| {
+                    packs.iter().map(|(p, _)| p).find(|p| p.id == *id).cloned()
+                })
+                .map_err(|e| e.to_string())?;
+                packs.push((Arc::new(pack), b.current));
             }
             Ok(packs)
         })
@@ -74,9 +96,25 @@ pub fn builtins() -> Result<Vec<Arc<Pack>>> {
         .map_err(|e| Error::BadPack(format!("the built-in packs: {e}")))
 }
 
-/// The built-in pack named `name`, if this build has it.
+/// The built-in packs a level may choose.
+pub fn current() -> Result<Vec<Arc<Pack>>> {
+    Ok(builtins()?
+        .into_iter()
+        .filter_map(|(p, current)| current.then_some(p))
+        .collect())
+}
+
+/// The built-in pack of `id`, current or superseded, if this build has it.
+pub fn builtin_of(id: &PackId) -> Result<Option<Arc<Pack>>> {
+    Ok(builtins()?
+        .into_iter()
+        .map(|(p, _)| p)
+        .find(|p| p.id == *id))
+}
+
+/// The current built-in pack named `name`, if this build has it.
 pub fn builtin(name: &str) -> Result<Arc<Pack>> {
-    builtins()?
+    current()?
         .into_iter()
         .find(|p| p.id.name == name)
         .ok_or_else(|| match BUILTIN {
@@ -395,7 +433,7 @@ impl Pack {
     /// (`Predictor::new_in`), not here.
     pub fn from_file(bytes: &[u8]) -> Result<Pack> {
         Self::parse(bytes, Sha256::digest(bytes).into(), |id| {
-            builtins().ok()?.into_iter().find(|p| p.id == *id)
+            builtin_of(id).ok()?
         })
     }
 
@@ -560,8 +598,8 @@ mod tests {
     fn the_builtin_packs_have_their_recorded_hashes() {
         let packs = builtins().unwrap();
         assert_eq!(packs.len(), BUILTINS.len());
-        for (p, (file, _)) in packs.iter().zip(BUILTINS) {
-            let sha: [u8; 32] = Sha256::digest(file).into();
+        for ((p, _), b) in packs.iter().zip(&BUILTINS) {
+            let sha: [u8; 32] = Sha256::digest(b.file).into();
             assert_eq!(
                 p.id.sha256, sha,
                 "{}: its .sha256 is not its hash",
@@ -570,10 +608,23 @@ mod tests {
         }
         assert_eq!(builtin("text").unwrap().id.name, "text");
         // The level-9 pack shares the text pack's tables and carries a network.
+        let text = &packs[0].0;
         let nine = builtin("text9").unwrap();
-        assert_eq!(nine.base.as_ref(), Some(&packs[0].id));
+        assert_eq!(nine.base.as_ref(), Some(&text.id));
         assert!(nine.network.is_some());
-        assert!(nine.state.slots == packs[0].state.slots);
+        assert!(nine.state.slots == text.state.slots);
+        // By name, the current pack; by its id, a superseded one too.
+        for (p, current) in &packs {
+            assert_eq!(builtin_of(&p.id).unwrap().unwrap().id, p.id);
+            if !current {
+                assert!(current_ids().all(|id| id != p.id), "{}", p.id.name);
+            }
+        }
+    }
+
+    #[cfg(feature = "builtin-pack")]
+    fn current_ids() -> impl Iterator<Item = PackId> {
+        current().unwrap().into_iter().map(|p| p.id.clone())
     }
 
     #[cfg(not(feature = "builtin-pack"))]
