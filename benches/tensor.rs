@@ -34,9 +34,11 @@ fn main() {
             let part = &data[at..at + seg.len as usize];
             at += seg.len as usize;
             match seg.kind {
-                Kind::General | Kind::TensorHeader | Kind::Quantized | Kind::Jpeg => {
-                    packed += part.len()
-                }
+                Kind::General
+                | Kind::TensorHeader
+                | Kind::Quantized
+                | Kind::Jpeg
+                | Kind::Deflate => packed += part.len(),
                 Kind::Tensor(d) => {
                     // Best of SEP_REPS (default 3) runs of each, to see through a noisy machine.
                     let (mut te, mut td) = (f64::MAX, f64::MAX);

@@ -162,6 +162,11 @@ fn decoding_holds_what_it_reserves_and_refuses_what_does_not_fit() {
         common::repo_file("tests/data/jpeg/flower-of-life.jpg"),
         opts(&|_| {}),
     ));
+    cases.push((
+        "a gzip member",
+        common::repo_file("tests/data/deflate/sed.1.gz"),
+        opts(&|_| {}),
+    ));
     let mut codecs = std::collections::BTreeSet::new();
     for (name, data, o) in &cases {
         let mut archive = Vec::new();
@@ -228,7 +233,15 @@ fn decoding_holds_what_it_reserves_and_refuses_what_does_not_fit() {
             "heap peak {peak} over the {reserved} reserved"
         );
     }
-    for c in ["cm", "field", "planes", "stored", "tensor-header", "jpeg"] {
+    for c in [
+        "cm",
+        "field",
+        "planes",
+        "stored",
+        "tensor-header",
+        "jpeg",
+        "deflate",
+    ] {
         assert!(codecs.contains(c), "no {c} block among {codecs:?}");
     }
     // An 11 KB block from the built-in pack (25 MB, 2^20 slots of 16 bytes): twice the pack's

@@ -22,6 +22,7 @@ mod tests;
 pub use candidates::Setup;
 pub use sample::cm_predicted;
 
+use crate::codecs::deflate::Deflate;
 use crate::codecs::float::delta::Delta;
 use crate::codecs::jpeg::Jpeg;
 use crate::containers::Kind;
@@ -76,6 +77,18 @@ pub fn code_block(data: &[u8], place: Place, setup: &Setup, spare: Vec<u8>) -> (
                 general::general(data, place.tensor_file, setup, &mut best, spare);
             } else {
                 (setup.progress)(data.len() as u64);
+            }
+        }
+        Kind::Deflate => {
+            // A stream the codec declines (one it cannot rebuild exactly) is general data.
+            best.try_codec(&Deflate {
+                config: setup.cm,
+                backend: setup.backend,
+                text_test: setup.cm.text_only.then_some(text::looks_like_text),
+            });
+            match best.codec {
+                Codec::Deflate => (setup.progress)(data.len() as u64),
+                _ => general::general(data, place.tensor_file, setup, &mut best, spare),
             }
         }
     }

@@ -1,6 +1,6 @@
 //! The block codecs, one module each, encoder and decoder side by side, every one behind the
 //! same interface, [`BlockCodec`]: `stored`, `zstd`, `lzma`, `cm` (context mixing: the predictor
-//! that learns while it codes), `jpeg` (JPEG files recompressed), `field` (smooth 16- and 32-bit fields as residuals for `cm`), the
+//! that learns while it codes), `jpeg` (JPEG files recompressed), `deflate` (deflate streams as their data and a record that rebuilds them), `field` (smooth 16- and 32-bit fields as residuals for `cm`), the
 //! float codecs under `float` (among them `delta`, a tensor against the same tensor of an
 //! earlier file); `net` holds the SEP networks that `cm` may mix in and `lanes` how a block is
 //! cut into lanes for both.
@@ -10,6 +10,7 @@
 
 mod block_codec;
 pub mod cm;
+pub mod deflate;
 pub mod field;
 pub mod float;
 pub mod jpeg;
@@ -85,6 +86,11 @@ impl Decoder<'_> {
             }),
             Codec::ByteTable => Box::new(float::bytes::ByteTable),
             Codec::Jpeg => Box::new(jpeg::Jpeg),
+            Codec::Deflate => Box::new(deflate::Deflate {
+                config,
+                backend,
+                text_test: None,
+            }),
         })
     }
 

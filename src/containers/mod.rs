@@ -1,10 +1,12 @@
 //! Parsers of the files people store, finding the float arrays in them: safetensors
 //! (`safetensors`), .npy and .npz (`numpy`), GGUF (`gguf`), ONNX (`onnx`), CTranslate2 (`ct2`),
 //! PyTorch checkpoints (`torch`, with its `pickle` walker), or a raw array of a dtype the user
-//! names. Each parser reads only within its input through one bounded `reader::Reader` or a
+//! names; and within general data, JPEG files (`jpeg`) and deflate streams (`deflate`). Each
+//! parser reads only within its input through one bounded `reader::Reader` or a
 //! crate, and returns `None` on anything it does not understand; none knows a codec.
 
 mod ct2;
+mod deflate;
 mod gguf;
 mod jpeg;
 mod numpy;
@@ -16,6 +18,7 @@ mod segment;
 mod torch;
 
 pub(crate) use self::safetensors::is_float;
+pub use deflate::inflated_head;
 pub use segment::{Kind, Segment};
 
 use crate::codecs::float::DType;
@@ -33,7 +36,7 @@ pub fn layout(data: &[u8], raw: Option<DType>) -> Vec<Segment> {
         .or_else(|| torch::stretches(data))
         .unwrap_or_else(|| match raw {
             Some(d) => vec![(data.len() as u64, Kind::Tensor(d))],
-            None => jpeg::stretches(data),
+            None => deflate::split(data, jpeg::stretches(data)),
         });
     merge(parts)
 }
@@ -54,10 +57,11 @@ fn merge(parts: Vec<(u64, Kind)>) -> Vec<Segment> {
         };
         match out.last_mut() {
             // Large tensors stay apart so that each gets its own codec choice and statistics;
-            // so does every JPEG file, which the JPEG codec takes whole or not at all.
+            // so does every JPEG file and deflate stream, which their codecs take whole or not
+            // at all.
             Some(last)
                 if last.kind == kind
-                    && kind != Kind::Jpeg
+                    && !matches!(kind, Kind::Jpeg | Kind::Deflate)
                     && (last.len < OWN_SEGMENT || len < OWN_SEGMENT) =>
             {
                 last.len += len

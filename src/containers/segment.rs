@@ -16,6 +16,9 @@ pub enum Kind {
     Quantized,
     /// One whole JPEG file (`jpeg`), in a stretch of general data or alone.
     Jpeg,
+    /// One deflate stream with its header (`deflate`): a gzip member, a zip entry, a zlib
+    /// stream.
+    Deflate,
 }
 
 impl Kind {

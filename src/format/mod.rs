@@ -86,6 +86,9 @@ pub enum Codec {
     /// Payload is a JPEG file recompressed by Lepton's model: the image's size, then a Lepton
     /// file.
     Jpeg,
+    /// Payload is a deflate stream's inflated data, coded by the context-mixing codec, with the
+    /// record that rebuilds the stream and the bytes around it (`codecs::deflate`).
+    Deflate,
 }
 
 impl Codec {
@@ -107,6 +110,7 @@ impl Codec {
             Codec::Delta => 12,
             Codec::ByteTable => 13,
             Codec::Jpeg => 14,
+            Codec::Deflate => 15,
         }
     }
 
@@ -128,6 +132,7 @@ impl Codec {
             12 => Ok(Codec::Delta),
             13 => Ok(Codec::ByteTable),
             14 => Ok(Codec::Jpeg),
+            15 => Ok(Codec::Deflate),
             t => Err(Error::Corrupt(format!("unknown block codec {t}"))),
         }
     }
@@ -150,6 +155,7 @@ impl Codec {
             Codec::Delta => "delta",
             Codec::ByteTable => "bytes",
             Codec::Jpeg => "jpeg",
+            Codec::Deflate => "deflate",
         }
     }
 }
@@ -476,7 +482,8 @@ fn lengths_valid(codec: Codec, raw_len: u64, payload_len: u64, block_size: u64) 
         | Codec::Lzma
         | Codec::Delta
         | Codec::ByteTable
-        | Codec::Jpeg => payload_len < raw_len,
+        | Codec::Jpeg
+        | Codec::Deflate => payload_len < raw_len,
     };
     if !ok {
         return Err(Error::Corrupt(format!(

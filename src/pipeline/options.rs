@@ -156,9 +156,15 @@ impl Options {
     /// known to hold tensors or not, starting from the pack chosen. The automatic choice looks
     /// at the first `TEXT_HEAD` bytes, and at none of a file with tensors.
     pub(crate) fn cm_for(&self, input: &[u8], tensors: bool) -> Result<CmConfig> {
-        let head = match tensors {
-            true => &[],
-            false => &input[..input.len().min(TEXT_HEAD)],
+        // A compressed file's own start says nothing: its data's does, which the deflate
+        // codec's blocks code.
+        let inflated = (!tensors)
+            .then(|| crate::containers::inflated_head(input, TEXT_HEAD))
+            .flatten();
+        let head = match (tensors, &inflated) {
+            (true, _) => &[][..],
+            (false, Some(data)) => &data[..],
+            (false, None) => &input[..input.len().min(TEXT_HEAD)],
         };
         let plain = self.cm();
         match &self.pack {

@@ -123,8 +123,8 @@ impl Plan {
         let len = (seg.len != UNTIL_END).then_some(seg.len);
         let max = match seg.kind {
             Kind::Tensor(_) | Kind::Quantized => self.max.min(TENSOR_BLOCK_SIZE),
-            // A JPEG file is one block wherever the block size allows.
-            Kind::Jpeg => self.max,
+            // A JPEG file or deflate stream is one block wherever the block size allows.
+            Kind::Jpeg | Kind::Deflate => self.max,
             _ => self.general_max,
         };
         let bs = block_size_for(max, len).min(self.cap);

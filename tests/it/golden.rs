@@ -246,6 +246,13 @@ fn cases() -> Vec<Case> {
             base: None,
         },
         Case {
+            name: "deflate.gz",
+            input: crate::common::repo_file("tests/data/deflate/sed.1.gz"),
+            codecs: &[Codec::Deflate],
+            written: true,
+            base: None,
+        },
+        Case {
             name: "delta.safetensors",
             input: stepped(&mixed_tensors()),
             codecs: &[Codec::Delta],

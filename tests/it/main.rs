@@ -6,6 +6,7 @@ mod cli;
 mod common;
 mod containers;
 mod corpora;
+mod deflate;
 mod deltas;
 mod fuzzed;
 mod golden;
