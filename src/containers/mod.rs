@@ -18,7 +18,6 @@ mod segment;
 mod torch;
 
 pub(crate) use self::safetensors::is_float;
-pub use deflate::inflated_head;
 pub use segment::{Kind, Segment};
 
 use crate::codecs::float::DType;

@@ -159,7 +159,7 @@ impl Options {
         // A compressed file's own start says nothing: its data's does, which the deflate
         // codec's blocks code.
         let inflated = (!tensors)
-            .then(|| crate::containers::inflated_head(input, TEXT_HEAD))
+            .then(|| crate::codecs::deflate::inflated_head(input, TEXT_HEAD))
             .flatten();
         let head = match (tensors, &inflated) {
             (true, _) => &[][..],

@@ -63,16 +63,15 @@ fn deflate_streams_inside_other_data_are_found_and_rebuilt() {
     input.extend_from_slice(deflate);
     input.extend_from_slice(&adler32(&plain).to_be_bytes());
     input.extend_from_slice(b"\r\nendstream\nendobj\n");
-    let streams: Vec<u64> = layout(&input, None)
+    // One run of streams, from the gzip member's header to the zlib stream's trailer, with
+    // the text, zip header and PDF dictionary between.
+    let runs: Vec<u64> = layout(&input, None)
         .iter()
         .filter(|s| s.kind == Kind::Deflate)
         .map(|s| s.len)
         .collect();
-    let zip_head = 30 + "sed.1".len();
-    assert_eq!(
-        streams,
-        [gz.len(), zip_head + deflate.len(), 2 + deflate.len() + 4].map(|n| n as u64)
-    );
+    let run_end = input.len() - b"\r\nendstream\nendobj\n".len();
+    assert_eq!(runs, [(run_end - 3000) as u64]);
 
     let mut o = Options::default();
     o.threads = 2;
@@ -84,11 +83,14 @@ fn deflate_streams_inside_other_data_are_found_and_rebuilt() {
         .iter()
         .filter(|b| b.codec == Codec::Deflate)
         .collect();
-    assert_eq!(deflated.len(), 3);
-    // Each block on its own (the model starts afresh): a page of 10 KB well under gzip -9's.
-    for b in deflated {
-        assert!(b.payload_bytes * 10 < b.original_bytes * 9, "{b:?}");
-    }
+    assert_eq!(deflated.len(), 1);
+    // The three copies of the page share one model: the block is little over one copy's
+    // gzip (apart, each copy would take about nine tenths of it).
+    assert!(
+        deflated[0].payload_bytes < gz.len() as u64 * 3 / 2,
+        "{:?}",
+        deflated[0]
+    );
     for (threads, kernels) in [(1, Kernels::Scalar), (2, Kernels::detect())] {
         sep::set_kernels(kernels);
         let mut opts = Options::default();
