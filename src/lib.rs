@@ -181,7 +181,7 @@ pub struct PackSpec {
     pub base: Option<String>,
 }
 
-/// The packs built into this build (`text`, the default level's; `text9`, level 9's; and
+/// The packs built into this build (`text`, the default level's; `text9` and `code9`, level 9's; and
 /// superseded ones), with which every archive naming one decodes, and whether
 /// `PackChoice::Auto` may pick each; none in a build without the `builtin-pack` feature.
 pub fn builtin_packs() -> Result<Vec<(std::sync::Arc<Pack>, bool)>> {

@@ -193,8 +193,9 @@ pub struct Flags {
     pub dtype: Option<sep::DType>,
     /// Start the model from this pack (`sep pretrain`); decompressing, the pack an archive
     /// needs (also found in the directory SEP_PACKS names). `auto` (the default): for text,
-    /// the level's built-in pack (`text` at the default level, `text9` with its network at
-    /// level 9); `none`: no pack; `text`, `text9`: that built-in pack.
+    /// the level's built-in pack (`text` at the default level; at level 9 `text9` or `code9`,
+    /// whose network suits the file); `none`: no pack; `text`, `text9`, `code9`: that
+    /// built-in pack.
     #[arg(long, value_name = "PATH|auto|none|NAME")]
     pub pack: Option<PathBuf>,
     /// The predictor's network: `auto` (the default) runs the pack's pre-trained network

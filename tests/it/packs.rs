@@ -532,6 +532,37 @@ fn level_9_starts_text_from_its_builtin_pack_with_its_network() {
 
 #[cfg(feature = "builtin-pack")]
 #[test]
+fn level_9_starts_source_code_from_the_code_pack() {
+    let code = corpus_file("text/hiperfifo.c");
+    let mut o = opts(1, Kernels::detect());
+    o.level = 9;
+    let picked = |data: &[u8], o: &Options| {
+        let a = archive(data, o.clone(), PackChoice::Auto);
+        let info = sep::inspect(std::io::Cursor::new(&a)).unwrap();
+        (info.pack.map(|p| p.0), a)
+    };
+    let (name, with) = picked(&code, &o);
+    assert_eq!(name.as_deref(), Some("code9"));
+    // The default level has one text pack, which takes code too.
+    let (name, _) = picked(&code, &opts(1, Kernels::detect()));
+    assert_eq!(name.as_deref(), Some("text"));
+    o.network = false;
+    let (name, without) = picked(&code, &o);
+    assert_eq!(name.as_deref(), Some("code9"));
+    assert!(
+        with.len() < without.len(),
+        "{} vs {}",
+        with.len(),
+        without.len()
+    );
+    let mut out = Vec::new();
+    sep::decompress_to_vec(&with, &mut out, &opts(2, Kernels::Scalar)).unwrap();
+    assert!(out == code);
+    sep::set_kernels(Kernels::detect());
+}
+
+#[cfg(feature = "builtin-pack")]
+#[test]
 fn archives_naming_a_superseded_builtin_pack_still_decode() {
     // Written at level 9 with the first `text9` (pretrained/text9-v1.pack), which the current
     // one replaced: every build keeps it so that such archives decode, and no level picks it.

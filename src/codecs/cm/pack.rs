@@ -39,11 +39,12 @@ struct Builtin {
 
 /// The built-in packs (`pretrained/build.sh` and `networks.sh` make them), which the blocks
 /// that look like text start from unless told otherwise, each at the level it fits: `text` the
-/// default level's, `text9` level 9's (which shares `text`'s tables and carries the text
-/// network) and the `text9` it superseded; in builds with the `builtin-pack` feature (on by
-/// default), as they add 29 MB to the binary. A base comes before the packs that share it.
+/// default level's; `text9` and `code9` level 9's (which share `text`'s tables and carry the
+/// text and code networks); and the `text9` superseded; in builds with the `builtin-pack`
+/// feature (on by default), as they add 31 MB to the binary. A base comes before the packs
+/// that share it.
 #[cfg(feature = "builtin-pack")]
-static BUILTINS: [Builtin; 3] = [
+static BUILTINS: [Builtin; 4] = [
     Builtin {
         file: include_bytes!("../../../pretrained/text.pack"),
         sha256: include_str!("../../../pretrained/text.pack.sha256"),
@@ -52,6 +53,11 @@ static BUILTINS: [Builtin; 3] = [
     Builtin {
         file: include_bytes!("../../../pretrained/text9.pack"),
         sha256: include_str!("../../../pretrained/text9.pack.sha256"),
+        current: true,
+    },
+    Builtin {
+        file: include_bytes!("../../../pretrained/code9.pack"),
+        sha256: include_str!("../../../pretrained/code9.pack.sha256"),
         current: true,
     },
     Builtin {
