@@ -13,7 +13,7 @@ if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
 
 import glob, os, struct, sys
 
-CODECS = ["stored", "cm", "zstd", "planes", "tensor-header", "recent", "scaled", "repeated", "copies", "swapped", "field", "lzma", "delta", "bytes", "jpeg"]
+CODECS = ["stored", "cm", "zstd", "planes", "tensor-header", "recent", "scaled", "repeated", "copies", "swapped", "field", "lzma", "delta", "bytes", "jpeg", "deflate"]
 ARCHIVE_TARGETS = ["archive-bytes", "archive-vec", "archive-stream", "inspect"]
 
 def blocks(a):
