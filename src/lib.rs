@@ -468,18 +468,18 @@ pub mod internals {
                 // reach the lane paths; odd lengths decode with the fastest level's model, even
                 // ones with the default's.
                 let mixing = matches!(codec, crate::Codec::Cm | crate::Codec::Field);
-                // A deflate block's inflated data (bytes 4..8 of its payload), which a
-                // context-mixing model decodes, kept as short.
-                let inflated = match (codec, payload) {
-                    (crate::Codec::Deflate, [_, _, _, _, a, b, c, d, ..]) => {
-                        u32::from_le_bytes([*a, *b, *c, *d]) as usize
+                // A deflate block's sequence (the bytes around its streams and their data),
+                // which a context-mixing model decodes, kept as short.
+                let sequence = match codec {
+                    crate::Codec::Deflate => {
+                        crate::codecs::deflate::sequence_len(payload, raw_len).unwrap_or(0)
                     }
                     _ => 0,
                 };
                 if raw_len == 0
                     || mixing && !crate::format::cm_fits(raw_len as u64, payload.len() as u64)
                     || mixing && raw_len > 1 << 13
-                    || inflated > 1 << 13
+                    || sequence > 1 << 13
                 {
                     return;
                 }

@@ -142,14 +142,7 @@ pub(super) fn general(
 /// The context-mixing codec, and LZMA where the block is very redundant.
 fn by_cm(data: &[u8], e: &Estimates, setup: &Setup, best: &mut Best) {
     // The automatic pack is for text: other blocks start fresh.
-    let unpacked;
-    let cm = match setup.cm.text_only && !super::text::looks_like_text(data) {
-        true => {
-            unpacked = setup.cm.without_pack();
-            &unpacked
-        }
-        false => setup.cm,
-    };
+    let cm = &setup.cm.for_block(data);
     // The codec declines a payload of more than `CM_MAX_RATIO` bytes per byte, which
     // decoders refuse; should one come, zstd takes the block.
     let codec = Cm {

@@ -84,7 +84,6 @@ pub fn code_block(data: &[u8], place: Place, setup: &Setup, spare: Vec<u8>) -> (
             best.try_codec(&Deflate {
                 config: setup.cm,
                 backend: setup.backend,
-                text_test: setup.cm.text_only.then_some(text::looks_like_text),
             });
             match best.codec {
                 Codec::Deflate => (setup.progress)(data.len() as u64),

@@ -42,9 +42,6 @@ pub struct Deflate<'a> {
     pub config: &'a CmConfig,
     /// What runs the predictor.
     pub backend: &'a dyn Backend,
-    /// For a configuration whose pack is for text only: whether the sequence looks like text
-    /// (other data then starts without the pack, as a block would). Encoding only.
-    pub text_test: Option<fn(&[u8]) -> bool>,
 }
 
 /// A deflate stream found in some data.
@@ -244,6 +241,9 @@ fn inflated_end(data: &[u8], budget: &mut usize) -> Option<(usize, usize)> {
 /// The first `n` bytes (or fewer) that the first deflate stream in `data`, if it starts within
 /// its first 64 bytes (a gzip member's or zip entry's header), inflates to.
 pub fn inflated_head(data: &[u8], n: usize) -> Option<Vec<u8>> {
+    // Its header and the deflate data that make `n` bytes lie within this much of the start:
+    // the search need not read the rest of a large input.
+    let data = &data[..data.len().min(2 * n + (128 << 10))];
     let (header, start, _) = Headers::new(data).next_from(0)?;
     if header > 64 {
         return None;
@@ -358,6 +358,12 @@ fn parse(payload: &[u8], raw_len: usize) -> Result<Parts<'_>> {
     })
 }
 
+/// The length of the sequence a payload for a block of `raw_len` bytes codes, if the decoder
+/// takes its fields (for the fuzz target, which keeps the context-mixing work short).
+pub fn sequence_len(payload: &[u8], raw_len: usize) -> Option<usize> {
+    parse(payload, raw_len).ok().map(|p| p.sequence)
+}
+
 /// No progress: the block's is reported when it is done (its sequence is longer).
 fn quiet(_: u64) {}
 
@@ -385,14 +391,8 @@ impl Deflate<'_> {
             return None;
         }
         sequence.extend_from_slice(&data[at..]);
-        let unpacked;
-        let config = match self.text_test.is_some_and(|text| !text(&sequence)) {
-            true => {
-                unpacked = self.config.without_pack();
-                &unpacked
-            }
-            false => self.config,
-        };
+        // A pack for text only starts the sequence where it looks like text, as a block.
+        let config = &self.config.for_block(&sequence);
         let progress: ProgressFn = &quiet;
         let inner = self.backend.encode(&sequence, config, progress);
         let mut out = k.to_le_bytes().to_vec();
@@ -521,7 +521,6 @@ mod tests {
         f(&Deflate {
             config: &config,
             backend: &backend,
-            text_test: None,
         });
     }
 

@@ -86,11 +86,7 @@ impl Decoder<'_> {
             }),
             Codec::ByteTable => Box::new(float::bytes::ByteTable),
             Codec::Jpeg => Box::new(jpeg::Jpeg),
-            Codec::Deflate => Box::new(deflate::Deflate {
-                config,
-                backend,
-                text_test: None,
-            }),
+            Codec::Deflate => Box::new(deflate::Deflate { config, backend }),
         })
     }
 

@@ -28,28 +28,22 @@ pub(super) fn split(data: &[u8], parts: Vec<(u64, Kind)>) -> Vec<(u64, Kind)> {
 /// The stretches of `part`: general data around the runs of deflate streams in it, each run
 /// spanning at most `RUN_MAX` bytes and inflating to at most `MAX_PLAIN`.
 fn stretches(part: &[u8]) -> Vec<(u64, Kind)> {
+    // The runs: where each starts and ends, and what it inflates to.
+    let mut runs: Vec<(usize, usize, usize)> = Vec::new();
+    for s in find_streams(part) {
+        match runs.last_mut() {
+            Some((start, end, inflated))
+                if s.end() - *start <= RUN_MAX && *inflated + s.inflated <= MAX_PLAIN =>
+            {
+                *end = s.end();
+                *inflated += s.inflated;
+            }
+            _ => runs.push((s.header, s.end(), s.inflated)),
+        }
+    }
     let mut parts = Vec::new();
     let mut general = 0;
-    // The run being gathered: where it starts and ends, and what it inflates to.
-    let mut run: Option<(usize, usize, usize)> = None;
-    for s in find_streams(part) {
-        run = match run {
-            Some((start, _, inflated))
-                if s.end() - start <= RUN_MAX && inflated + s.inflated <= MAX_PLAIN =>
-            {
-                Some((start, s.end(), inflated + s.inflated))
-            }
-            done => {
-                if let Some((start, end, _)) = done {
-                    parts.push(((start - general) as u64, Kind::General));
-                    parts.push(((end - start) as u64, Kind::Deflate));
-                    general = end;
-                }
-                Some((s.header, s.end(), s.inflated))
-            }
-        };
-    }
-    if let Some((start, end, _)) = run {
+    for (start, end, _) in runs {
         parts.push(((start - general) as u64, Kind::General));
         parts.push(((end - start) as u64, Kind::Deflate));
         general = end;

@@ -2,8 +2,8 @@
 
 use crate::choice::base::Base;
 use crate::choice::cm_predicted;
-use crate::choice::text::{looks_like_text, pick_pack, TEXT_HEAD};
-use crate::codecs::cm::{pack, CmConfig, Pack, PackId, DEFAULT_LEVEL, LEVELS};
+use crate::choice::text::{pick_pack, TEXT_HEAD};
+use crate::codecs::cm::{looks_like_text, pack, CmConfig, Pack, PackId, DEFAULT_LEVEL, LEVELS};
 use crate::codecs::float::DType;
 use crate::error::{Error, Result};
 use crate::format::checksum::hex;
@@ -156,21 +156,21 @@ impl Options {
     /// known to hold tensors or not, starting from the pack chosen. The automatic choice looks
     /// at the first `TEXT_HEAD` bytes, and at none of a file with tensors.
     pub(crate) fn cm_for(&self, input: &[u8], tensors: bool) -> Result<CmConfig> {
-        // A compressed file's own start says nothing: its data's does, which the deflate
-        // codec's blocks code.
-        let inflated = (!tensors)
-            .then(|| crate::codecs::deflate::inflated_head(input, TEXT_HEAD))
-            .flatten();
-        let head = match (tensors, &inflated) {
-            (true, _) => &[][..],
-            (false, Some(data)) => &data[..],
-            (false, None) => &input[..input.len().min(TEXT_HEAD)],
-        };
         let plain = self.cm();
         match &self.pack {
             PackChoice::Given(p) => plain.attach(p.clone()),
             PackChoice::Off => Ok(plain),
             PackChoice::Auto => {
+                // A compressed file's own start says nothing: its data's does, which the
+                // deflate codec's blocks code.
+                let inflated = (!tensors)
+                    .then(|| crate::codecs::deflate::inflated_head(input, TEXT_HEAD))
+                    .flatten();
+                let head = match (tensors, &inflated) {
+                    (true, _) => &[][..],
+                    (false, Some(data)) => &data[..],
+                    (false, None) => &input[..input.len().min(TEXT_HEAD)],
+                };
                 // Where the start is not text bound for the context-mixing codec, the archive names
                 // no pack, which its decoder would otherwise need; nor for inputs so short that the
                 // pack's name in the header costs more than the pack saves. A build without the

@@ -7,6 +7,20 @@ use crate::codecs::net::NetConfig;
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
+/// Share of bytes in a text (printable ASCII, tabs, line ends, and any byte of 128 or more,
+/// as in UTF-8) at or above which data looks like text: binaries measured here stay under
+/// three quarters, a terminal transcript with escape sequences is above nine tenths.
+const TEXT_MIN: f64 = 0.85;
+
+/// Whether `data` looks like text, for the choice of a text pack.
+pub fn looks_like_text(data: &[u8]) -> bool {
+    let texty = data
+        .iter()
+        .filter(|&&b| matches!(b, b'\t' | b'\n' | b'\r' | 0x20..=0x7e | 0x80..))
+        .count();
+    !data.is_empty() && texty as f64 >= TEXT_MIN * data.len() as f64
+}
+
 /// The context-mixing codec's configuration: its level, parameters and pack, serialised
 /// into the archive header.
 #[derive(Clone, Debug)]
@@ -121,6 +135,15 @@ impl CmConfig {
         let mut c = self.without_pack();
         c.params.network = true;
         c.to_bytes()
+    }
+
+    /// The configuration a block of `data` is coded with: this one, or without its pack where
+    /// the pack starts only blocks that look like text and `data` does not.
+    pub fn for_block(&self, data: &[u8]) -> std::borrow::Cow<'_, CmConfig> {
+        match self.text_only && !looks_like_text(data) {
+            true => std::borrow::Cow::Owned(self.without_pack()),
+            false => std::borrow::Cow::Borrowed(self),
+        }
     }
 
     /// This configuration without its pack: every block's model starts fresh.

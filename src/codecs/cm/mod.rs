@@ -22,7 +22,7 @@ mod tables;
 
 pub use backend::{Arena, Backend, CpuBackend};
 pub use coding::{decode, encode, need, train};
-pub use config::{CmConfig, DEFAULT_LEVEL, LEVELS};
+pub use config::{looks_like_text, CmConfig, DEFAULT_LEVEL, LEVELS};
 pub use pack::{Geometry, Pack, PackId};
 pub use predictor::{Params, Predictor};
 pub use tables::Workspace;
