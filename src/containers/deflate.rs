@@ -1,5 +1,5 @@
 //! Deflate streams within general data (`codecs::deflate::find_streams`: gzip members, zip
-//! entries, a PDF's zlib streams): each run of them, with the bytes between (a zip's headers),
+//! entries, a PDF's zlib streams, a PNG's image data): each run of them, with the bytes between (a zip's headers),
 //! gets a stretch of its own for the deflate codec, which codes the bytes and the streams' data
 //! as one sequence.
 

@@ -1,4 +1,5 @@
-//! Deflate streams: gzip members, zip entries and PDF streams found inside any input, each
+//! Deflate streams: gzip members, zip entries, PDF streams and PNG image data found inside any
+//! input, each
 //! coded as its inflated data and a record that rebuilds it where the deflate codec rebuilds
 //! it exactly, the rest by the other codecs; the whole decodes bit-exactly at any thread count
 //! and SIMD level, and a decompression bomb costs nothing.
@@ -92,6 +93,37 @@ fn deflate_streams_inside_other_data_are_found_and_rebuilt() {
         deflated[0]
     );
     for (threads, kernels) in [(1, Kernels::Scalar), (2, Kernels::detect())] {
+        sep::set_kernels(kernels);
+        let mut opts = Options::default();
+        opts.threads = threads;
+        let mut out = Vec::new();
+        sep::decompress_to_vec(&archive, &mut out, &opts).unwrap();
+        assert!(out == input, "{threads} threads, {kernels:?}");
+    }
+    sep::set_kernels(Kernels::detect());
+}
+
+#[test]
+fn a_png_in_a_tar_comes_back_exactly_with_its_chunks() {
+    let png = repo_file("tests/data/deflate/mandelbrot.png");
+    // A tar member's header (its name and size; the rest of the fields do not matter here),
+    // the PNG padded to 512 bytes, then text.
+    let mut input = b"mandelbrot.png".to_vec();
+    input.resize(124, 0);
+    input.extend_from_slice(format!("{:011o}\0", png.len()).as_bytes());
+    input.resize(512, 0);
+    input.extend_from_slice(&png);
+    input.resize(input.len().div_ceil(512) * 512, 0);
+    input.extend_from_slice(&corpus_file("text/tar-NEWS")[..5000]);
+    let mut o = Options::default();
+    o.threads = 1;
+    let mut archive = Vec::new();
+    sep::compress_bytes(&input, &mut archive, &o).unwrap();
+    let info = sep::inspect(std::io::Cursor::new(&archive)).unwrap();
+    assert!(info.blocks.iter().any(|b| b.codec == Codec::Deflate));
+    // The picture's data inflated and modelled: smaller than the PNG it came in.
+    assert!(archive.len() < png.len() + 2000, "{}", archive.len());
+    for (threads, kernels) in [(2, Kernels::Scalar), (1, Kernels::detect())] {
         sep::set_kernels(kernels);
         let mut opts = Options::default();
         opts.threads = threads;

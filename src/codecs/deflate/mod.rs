@@ -1,5 +1,6 @@
 //! Codec 15, `deflate`: the deflate streams in a block (gzip members, zlib streams, zip
-//! entries: a `.gz` file, a jar, a PDF's streams) replaced by the data they inflate to, and the
+//! entries, PNG image data: a `.gz` file, a jar, a PDF's streams, a PNG) replaced by the data
+//! they inflate to, and the
 //! records of the deflate encoder's decisions (`preflate-rs`) from which each stream is rebuilt
 //! bit for bit. The bytes around the streams and their data form one sequence coded by the
 //! context-mixing codec, so that a zip's entries and headers share one model. The encoder
@@ -7,7 +8,8 @@
 //! it is among the bytes around.
 //!
 //! Payload: u32 `k`; for each of the `k` streams, u32s: the bytes before it (since the last
-//! stream's end), its length, its inflated length, its record's length; the `k` records; then
+//! stream's end), its length, its inflated length, its record's length (bit 31: a PNG's image
+//! data, whose record starts with its chunks' layout, `png::Layout`); the `k` records; then
 //! the context-mixing payload (the archive's configuration) of the sequence: the bytes before
 //! the first stream, its inflated data, the bytes before the second, ..., the bytes after the
 //! last.
@@ -16,7 +18,7 @@ use super::block_codec::{BlockCodec, ProgressFn, Seen};
 use super::cm::{Backend, CmConfig};
 use crate::error::{Error, Result};
 use crate::format::{cm_fits, Codec};
-use flate2::{Decompress, FlushDecompress, Status};
+use png::Layout;
 use preflate_rs::{preflate_whole_deflate_stream, recreate_whole_deflate_stream, PreflateConfig};
 
 /// Most bytes the streams of a block may inflate to in all: what a block's context-mixing model
@@ -35,6 +37,14 @@ pub const MIN_STREAM: usize = 64;
 /// streams run long and then fail).
 const WORK_PER_BYTE: usize = 4;
 
+mod png;
+mod streams;
+
+pub use streams::{find_streams, inflated_head, Stream};
+
+/// Bit of a stream's record length in the payload's table: the stream is a PNG's image data.
+const PNG_BIT: u32 = 1 << 31;
+
 /// The deflate codec: the sequence of a block's bytes around its streams and their data coded
 /// by the context-mixing codec with `config`.
 pub struct Deflate<'a> {
@@ -42,218 +52,6 @@ pub struct Deflate<'a> {
     pub config: &'a CmConfig,
     /// What runs the predictor.
     pub backend: &'a dyn Backend,
-}
-
-/// A deflate stream found in some data.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Stream {
-    /// Where its header starts (a gzip member's, a zip entry's, a zlib stream's).
-    pub header: usize,
-    /// Where its deflate data starts.
-    pub start: usize,
-    /// The deflate data's length.
-    pub len: usize,
-    /// The bytes it inflates to.
-    pub inflated: usize,
-    /// Its trailer's length (a gzip member's checksum and length, a zlib stream's checksum).
-    pub trailer: usize,
-}
-
-impl Stream {
-    /// Where it ends, with its trailer.
-    pub fn end(&self) -> usize {
-        self.start + self.len + self.trailer
-    }
-}
-
-/// The whole deflate streams in `data` of at least `MIN_STREAM` bytes that inflate to at most
-/// `MAX_PLAIN` each, found by their headers (gzip members, zip entries of method 8, zlib
-/// streams after a PDF's `stream` keyword), in order, none overlapping.
-pub fn find_streams(data: &[u8]) -> Vec<Stream> {
-    let mut found = Vec::new();
-    let mut budget = WORK_PER_BYTE.saturating_mul(data.len()).max(MAX_PLAIN);
-    let mut headers = Headers::new(data);
-    let mut at = 0;
-    while budget > 0 {
-        let Some((header, start, trailer)) = headers.next_from(at) else {
-            break;
-        };
-        match inflated_end(&data[start..], &mut budget) {
-            Some((len, inflated)) if start + len + trailer <= data.len() => {
-                let s = Stream {
-                    header,
-                    start,
-                    len,
-                    inflated,
-                    trailer,
-                };
-                if len >= MIN_STREAM {
-                    found.push(s);
-                }
-                at = s.end();
-            }
-            _ => at = header + 1,
-        }
-    }
-    found
-}
-
-/// The signatures before deflate streams: a gzip member's, a zip entry's, a PDF stream's.
-const SIGNATURES: [&[u8]; 3] = [&[0x1F, 0x8B, 0x08], b"PK\x03\x04", b"stream"];
-
-/// The headers of deflate streams in some data, found in order: each signature's next place
-/// is kept until passed, so that the search reads the data once per signature.
-struct Headers<'a> {
-    data: &'a [u8],
-    /// Each signature's next place at or after where the last search started.
-    next: [Option<usize>; 3],
-}
-
-impl<'a> Headers<'a> {
-    fn new(data: &'a [u8]) -> Self {
-        let next = SIGNATURES.map(|s| memchr::memmem::find(data, s));
-        Headers { data, next }
-    }
-
-    /// Where signature `i` next occurs at or after `from` (searches only go forward).
-    fn place(&mut self, i: usize, from: usize) -> Option<usize> {
-        if self.next[i].is_some_and(|n| n < from) {
-            let rest = self.data.get(from..).unwrap_or_default();
-            self.next[i] = memchr::memmem::find(rest, SIGNATURES[i]).map(|n| n + from);
-        }
-        self.next[i]
-    }
-
-    /// The first header at or after `from`: where it starts, where its deflate data starts,
-    /// and its trailer's length.
-    fn next_from(&mut self, mut from: usize) -> Option<(usize, usize, usize)> {
-        loop {
-            let places = [0, 1, 2].map(|i| self.place(i, from));
-            let (i, at) = places
-                .iter()
-                .enumerate()
-                .filter_map(|(i, p)| p.map(|p| (i, p)))
-                .min_by_key(|&(_, p)| p)?;
-            let rest = &self.data[at..];
-            let found = match i {
-                0 => gzip_header(rest).map(|h| (at, at + h, 8)),
-                1 => zip_header(rest).map(|h| (at, at + h, 0)),
-                // After `stream` and its line end, a zlib header.
-                _ => {
-                    let body = 6 + eol(&rest[6..]);
-                    (body > 6 && zlib_header(&rest[body..])).then_some((at, at + body + 2, 4))
-                }
-            };
-            if found.is_some() {
-                return found;
-            }
-            from = at + 1;
-        }
-    }
-}
-
-/// The length of a gzip member's header (RFC 1952) at the start of `data`, if whole.
-fn gzip_header(data: &[u8]) -> Option<usize> {
-    let flags = *data.get(3)?;
-    if !data.starts_with(&[0x1F, 0x8B, 0x08]) || flags & 0xE0 != 0 {
-        return None;
-    }
-    let mut at = 10;
-    if flags & 4 != 0 {
-        let n = u16::from_le_bytes([*data.get(at)?, *data.get(at + 1)?]) as usize;
-        at += 2 + n;
-    }
-    for bit in [8, 16] {
-        // A zero-terminated name, then comment.
-        if flags & bit != 0 {
-            at += memchr::memchr(0, data.get(at..)?)? + 1;
-        }
-    }
-    if flags & 2 != 0 {
-        at += 2;
-    }
-    (at <= data.len()).then_some(at)
-}
-
-/// The length of a zip local entry's header at the start of `data`, if it is whole and the
-/// entry is deflated (method 8).
-fn zip_header(data: &[u8]) -> Option<usize> {
-    let field = |i: usize| Some(u16::from_le_bytes([*data.get(i)?, *data.get(i + 1)?]) as usize);
-    if !data.starts_with(b"PK\x03\x04") || field(8)? != 8 {
-        return None;
-    }
-    let at = 30 + field(26)? + field(28)?;
-    (at <= data.len()).then_some(at)
-}
-
-/// Whether `data` starts with a zlib header: deflate with a window of at most 32 KiB, no
-/// preset dictionary, a valid check.
-fn zlib_header(data: &[u8]) -> bool {
-    match *data {
-        [cmf, flg, ..] => {
-            cmf & 0x0F == 8
-                && cmf >> 4 <= 7
-                && flg & 0x20 == 0
-                && (u16::from(cmf) << 8 | u16::from(flg)) % 31 == 0
-        }
-        _ => false,
-    }
-}
-
-/// The length of the line end at the start of `data` (LF or CR LF), 0 if none.
-fn eol(data: &[u8]) -> usize {
-    match data {
-        [b'\r', b'\n', ..] => 2,
-        [b'\n', ..] => 1,
-        _ => 0,
-    }
-}
-
-/// Where the raw deflate stream at the start of `data` ends and how many bytes it inflates to,
-/// if it is whole and inflates to at most `MAX_PLAIN`; the bytes inflated are taken from
-/// `budget`.
-fn inflated_end(data: &[u8], budget: &mut usize) -> Option<(usize, usize)> {
-    let mut z = Decompress::new(false);
-    let mut scratch = vec![0u8; 64 << 10];
-    loop {
-        let (before_in, before_out) = (z.total_in(), z.total_out());
-        let status = z
-            .decompress(
-                &data[before_in as usize..],
-                &mut scratch,
-                FlushDecompress::None,
-            )
-            .ok()?;
-        let made = (z.total_out() - before_out) as usize;
-        *budget = budget.saturating_sub(made.max(1));
-        if z.total_out() as usize > MAX_PLAIN || *budget == 0 {
-            return None;
-        }
-        match status {
-            Status::StreamEnd => return Some((z.total_in() as usize, z.total_out() as usize)),
-            // No progress: the input ended within the stream.
-            _ if z.total_in() == before_in && made == 0 => return None,
-            _ => {}
-        }
-    }
-}
-
-/// The first `n` bytes (or fewer) that the first deflate stream in `data`, if it starts within
-/// its first 64 bytes (a gzip member's or zip entry's header), inflates to.
-pub fn inflated_head(data: &[u8], n: usize) -> Option<Vec<u8>> {
-    // Its header and the deflate data that make `n` bytes lie within this much of the start:
-    // the search need not read the rest of a large input.
-    let data = &data[..data.len().min(2 * n + (128 << 10))];
-    let (header, start, _) = Headers::new(data).next_from(0)?;
-    if header > 64 {
-        return None;
-    }
-    let mut z = Decompress::new(false);
-    let mut out = vec![0u8; n];
-    z.decompress(&data[start..], &mut out, FlushDecompress::None)
-        .ok()?;
-    out.truncate(z.total_out() as usize);
-    Some(out)
 }
 
 /// A stream's inflated data and record, checked by rebuilding the stream; `None` where
@@ -279,6 +77,24 @@ fn guarded<T>(f: impl FnOnce() -> T) -> Option<T> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok()
 }
 
+/// The PNG image data `s` of `data` (its chunks from the first one's data to the last one's
+/// checksum) as inflated data and a record that starts with the chunks' layout; `None` where
+/// the chunks are not rebuilt exactly.
+fn analyse_png(data: &[u8], s: &Stream) -> Option<(Vec<u8>, Vec<u8>)> {
+    let stream = &data[s.start..s.start + s.len];
+    let pieces = png::pieces(data, s.start)?;
+    let zlib = png::joined(data, s.start, &pieces);
+    let layout = Layout::of(&zlib, pieces)?;
+    let deflate = zlib.get(2..zlib.len().checked_sub(4)?)?;
+    // The chunks' checksums and framing as the decoder makes them (a stored checksum that is
+    // wrong declines the PNG); `analyse` checks the stream itself.
+    if layout.rebuild(deflate).ok()? != stream {
+        return None;
+    }
+    let (plain, record) = analyse(deflate)?;
+    Some((plain, [layout.to_bytes(), record].concat()))
+}
+
 /// A stream's entry in a payload.
 #[derive(Clone, Copy)]
 struct Entry {
@@ -290,6 +106,8 @@ struct Entry {
     inflated: usize,
     /// Its record's length.
     record: usize,
+    /// Whether it is a PNG's image data.
+    png: bool,
 }
 
 /// A payload's fields.
@@ -317,11 +135,13 @@ fn parse(payload: &[u8], raw_len: usize) -> Result<Parts<'_>> {
     let (mut entries, mut covered, mut plain, mut records) = (Vec::new(), 0usize, 0usize, 0usize);
     for i in 0..k {
         let at = 4 + i * ENTRY;
+        let record = u32_at(at + 12)?;
         let e = Entry {
             gap: u32_at(at)?,
             len: u32_at(at + 4)?,
             inflated: u32_at(at + 8)?,
-            record: u32_at(at + 12)?,
+            record: record & !(PNG_BIT as usize),
+            png: record & PNG_BIT as usize != 0,
         };
         covered = covered.saturating_add(e.gap).saturating_add(e.len);
         plain = plain.saturating_add(e.inflated);
@@ -374,13 +194,21 @@ impl Deflate<'_> {
         let mut at = 0;
         let mut k = 0u32;
         for s in streams {
-            let Some((plain, record)) = analyse(&data[s.start..s.start + s.len]) else {
+            let stream = &data[s.start..s.start + s.len];
+            let analysed = match s.png {
+                true => analyse_png(data, s),
+                false => analyse(stream),
+            };
+            let Some((plain, record)) = analysed else {
                 continue;
             };
             let gap = s.start - at;
-            for v in [gap, s.len, plain.len(), record.len()] {
+            let record_len = u32::try_from(record.len()).ok().filter(|&r| r < PNG_BIT)?;
+            let png = if s.png { PNG_BIT } else { 0 };
+            for v in [gap, s.len, plain.len()] {
                 table.extend_from_slice(&u32::try_from(v).ok()?.to_le_bytes());
             }
+            table.extend_from_slice(&(record_len | png).to_le_bytes());
             sequence.extend_from_slice(&data[at..s.start]);
             sequence.extend_from_slice(&plain);
             records.extend_from_slice(&record);
@@ -462,10 +290,21 @@ impl BlockCodec for Deflate<'_> {
             at += e.gap + e.inflated;
             let (record, rest) = records.split_at(e.record);
             records = rest;
+            let (layout, record) = match e.png {
+                true => {
+                    let (layout, rest) = Layout::read(record)?;
+                    (Some(layout), rest)
+                }
+                false => (None, record),
+            };
             let stream = match guarded(|| recreate_whole_deflate_stream(plain, record)) {
                 Some(Ok(s)) => s,
                 Some(Err(e)) => return Err(bad(format!("record refused ({:?})", e.exit_code()))),
                 None => return Err(bad("record refused".into())),
+            };
+            let stream = match layout {
+                Some(layout) => layout.rebuild(&stream)?,
+                None => stream,
             };
             if stream.len() != e.len {
                 return Err(bad(format!(
@@ -581,6 +420,49 @@ mod tests {
             assert_eq!(u32::from_le_bytes(payload[..4].try_into().unwrap()), 2);
             // Data with no stream is declined.
             assert!(codec.encode(&text(5000)).is_none());
+        });
+    }
+
+    /// Rows of an 8-bit grey image (a gradient with noise), each after its filter byte.
+    fn raster(width: usize, height: usize) -> Vec<u8> {
+        let mut s = 3u64;
+        let mut out = Vec::new();
+        for y in 0..height {
+            out.push((y % 5) as u8);
+            for x in 0..width {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1);
+                out.push(((x + 2 * y) / 3 + (s >> 61) as usize) as u8);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn png_image_data_comes_back_exactly_across_its_chunks() {
+        with_codec(|codec| {
+            let pixels = raster(300, 200);
+            let z = zlib(&pixels);
+            let png = super::png::tests::png_file(&z, &[8192, 8192]);
+            let found = find_streams(&png);
+            assert_eq!(found.len(), 1);
+            assert!(found[0].png);
+            assert_eq!(found[0].inflated, pixels.len());
+            let payload = round_trip(codec, &png);
+            assert!(
+                payload.len() < png.len() * 9 / 10,
+                "{} of {}",
+                payload.len(),
+                png.len()
+            );
+            // A wrong checksum in a chunk: the PNG is not rebuilt, and not taken.
+            let mut bad = png.clone();
+            let crc_at = found[0].start + 8192;
+            bad[crc_at] ^= 1;
+            assert!(codec.encode(&bad).is_none());
+            // Image data followed by more than its stream in the chunks is not taken either.
+            let mut longer = z.clone();
+            longer.push(0);
+            assert!(find_streams(&super::png::tests::png_file(&longer, &[])).is_empty());
         });
     }
 
