@@ -110,6 +110,14 @@ pub struct Lzma {
     pub effort: Effort,
 }
 
+impl Lzma {
+    /// Bytes decoding `raw_len` bytes takes besides them: liblzma's dictionary buffer, and its
+    /// decoder's state beside it.
+    pub fn bytes_for(raw_len: usize) -> u64 {
+        (raw_len.clamp(MIN_DICT, MAX_DICT).next_power_of_two() + (1 << 20)) as u64
+    }
+}
+
 impl BlockCodec for Lzma {
     fn codec(&self) -> Codec {
         Codec::Lzma
@@ -120,8 +128,7 @@ impl BlockCodec for Lzma {
     }
 
     fn decode_memory(&self, _: &[u8], raw_len: usize) -> u64 {
-        // liblzma's dictionary buffer, and its decoder's state beside it.
-        (raw_len.clamp(MIN_DICT, MAX_DICT).next_power_of_two() + (1 << 20)) as u64
+        Lzma::bytes_for(raw_len)
     }
 
     fn decode(

@@ -260,6 +260,13 @@ fn cases() -> Vec<Case> {
             base: None,
         },
         Case {
+            name: "deflate-lzma.png",
+            input: crate::common::repo_file("tests/data/deflate/blocks.png"),
+            codecs: &[Codec::Deflate],
+            written: true,
+            base: None,
+        },
+        Case {
             name: "delta.safetensors",
             input: stepped(&mixed_tensors()),
             codecs: &[Codec::Delta],

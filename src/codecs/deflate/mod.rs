@@ -7,7 +7,10 @@
 //! rebuilds each stream before it keeps it: a stream that does not come back exactly stays as
 //! it is among the bytes around.
 //!
-//! Payload: u32 `k`; for each of the `k` streams, u32s: the bytes before it (since the last
+//! Where the context-mixing codec makes the sequence very small (a screenshot's pixels), LZMA is
+//! tried on it as the general blocks' policy does, and kept where smaller.
+//!
+//! Payload: u32 `k` (bit 31: the sequence is an LZMA payload, codec 11's); for each of the `k` streams, u32s: the bytes before it (since the last
 //! stream's end), its length, its inflated length, its record's length (bit 31: a PNG's image
 //! data, whose record starts with its chunks' layout, `png::Layout`); the `k` records; then
 //! the context-mixing payload (the archive's configuration) of the sequence: the bytes before
@@ -16,6 +19,7 @@
 
 use super::block_codec::{BlockCodec, ProgressFn, Seen};
 use super::cm::{Backend, CmConfig};
+use super::lzma::{self, Effort, Literals, Lzma};
 use crate::error::{Error, Result};
 use crate::format::{cm_fits, Codec};
 use png::Layout;
@@ -44,6 +48,11 @@ pub use streams::{find_streams, inflated_head, Stream};
 
 /// Bit of a stream's record length in the payload's table: the stream is a PNG's image data.
 const PNG_BIT: u32 = 1 << 31;
+/// Bit of the payload's stream count: the sequence is coded by LZMA.
+const LZMA_BIT: u32 = 1 << 31;
+/// LZMA is tried on a sequence the context-mixing codec made under `1 / LZMA_SHARE` of (as on
+/// general blocks, `choice::general`).
+const LZMA_SHARE: usize = 5;
 
 /// The deflate codec: the sequence of a block's bytes around its streams and their data coded
 /// by the context-mixing codec with `config`.
@@ -112,6 +121,8 @@ struct Entry {
 
 /// A payload's fields.
 struct Parts<'p> {
+    /// Whether the sequence is coded by LZMA (else by the context-mixing codec).
+    lzma: bool,
     entries: Vec<Entry>,
     records: &'p [u8],
     /// The sequence's length.
@@ -128,7 +139,8 @@ fn parse(payload: &[u8], raw_len: usize) -> Result<Parts<'_>> {
             .ok_or(Error::Truncated("deflate block"))?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
     };
-    let k = u32_at(0)?;
+    let first = u32_at(0)?;
+    let (k, lzma) = (first & !(LZMA_BIT as usize), first & LZMA_BIT as usize != 0);
     if k == 0 || k > payload.len() / ENTRY {
         return Err(bad(format!("{k} streams")));
     }
@@ -167,10 +179,11 @@ fn parse(payload: &[u8], raw_len: usize) -> Result<Parts<'_>> {
     // The sequence: the bytes around the streams, and their data.
     let sequence = raw_len - entries.iter().map(|e| e.len).sum::<usize>() + plain;
     // The context-mixing codec's bound on its work, as for its own blocks.
-    if !cm_fits(sequence as u64, inner.len() as u64) {
+    if !lzma && !cm_fits(sequence as u64, inner.len() as u64) {
         return Err(bad("a sequence too long for its payload".into()));
     }
     Ok(Parts {
+        lzma,
         entries,
         records,
         sequence,
@@ -222,7 +235,14 @@ impl Deflate<'_> {
         // A pack for text only starts the sequence where it looks like text, as a block.
         let config = &self.config.for_block(&sequence);
         let progress: ProgressFn = &quiet;
-        let inner = self.backend.encode(&sequence, config, progress);
+        let mut inner = self.backend.encode(&sequence, config, progress);
+        if LZMA_SHARE * inner.len() < sequence.len() {
+            let lzma = lzma::encode(&sequence, Literals::Bytes, Effort::Strongest);
+            if let Some(l) = lzma.filter(|l| l.len() < inner.len()) {
+                inner = l;
+                k |= LZMA_BIT;
+            }
+        }
         let mut out = k.to_le_bytes().to_vec();
         out.extend_from_slice(&table);
         out.extend_from_slice(&records);
@@ -250,14 +270,17 @@ impl BlockCodec for Deflate<'_> {
         let Ok(p) = parse(payload, raw_len) else {
             return 0;
         };
-        // The sequence, its model's tables, and a stream's rebuilding (its data, window and
-        // tokens).
-        let tables = super::cm::need(
-            p.inner,
-            p.sequence,
-            self.config.params,
-            self.config.pack.as_deref(),
-        );
+        // The sequence, its model's tables (or LZMA's dictionary), and a stream's rebuilding
+        // (its data, window and tokens).
+        let tables = match p.lzma {
+            true => Lzma::bytes_for(p.sequence),
+            false => super::cm::need(
+                p.inner,
+                p.sequence,
+                self.config.params,
+                self.config.pack.as_deref(),
+            ),
+        };
         let largest = p
             .entries
             .iter()
@@ -278,8 +301,13 @@ impl BlockCodec for Deflate<'_> {
         let bad = |what: String| Error::Corrupt(format!("deflate block: {what}"));
         let mut sequence = Vec::new();
         let progress: ProgressFn = &quiet;
-        self.backend
-            .decode(p.inner, p.sequence, self.config, progress, &mut sequence)?;
+        match p.lzma {
+            true => lzma::decode(p.inner, p.sequence, &mut sequence)?,
+            false => {
+                self.backend
+                    .decode(p.inner, p.sequence, self.config, progress, &mut sequence)?;
+            }
+        }
         if sequence.len() != p.sequence {
             return Err(bad("a sequence of the wrong length".into()));
         }
@@ -463,6 +491,29 @@ mod tests {
             let mut longer = z.clone();
             longer.push(0);
             assert!(find_streams(&super::png::tests::png_file(&longer, &[])).is_empty());
+        });
+    }
+
+    #[test]
+    fn a_very_redundant_sequence_may_go_to_lzma() {
+        with_codec(|codec| {
+            // A screenshot's rows: flat runs of a few colours, each row after its filter byte.
+            let mut pixels = Vec::new();
+            for y in 0..400usize {
+                pixels.push(0);
+                for x in 0..600usize {
+                    let c = if (x / 40 + y / 25) % 3 == 0 {
+                        0xEE
+                    } else {
+                        0x30
+                    };
+                    pixels.extend_from_slice(&[c, c, (x / 150) as u8 * 60]);
+                }
+            }
+            let png = super::png::tests::png_file(&zlib(&pixels), &[4096]);
+            let payload = round_trip(codec, &png);
+            let first = u32::from_le_bytes(payload[..4].try_into().unwrap());
+            assert_eq!(first, LZMA_BIT | 1);
         });
     }
 
