@@ -44,7 +44,7 @@ pub use simd::Kernels;
 
 use codecs::cm::CmConfig;
 use format::{Header, Trailer};
-use pipeline::{InMemory, Known, Streamed};
+use pipeline::{After, InMemory, Known, Streamed};
 pub use pipeline::{Options, PackChoice, PackLookup, Stats, DEFAULT_BLOCK_SIZE, DEFAULT_MEMORY};
 use std::io::{Read, Seek, Write};
 
@@ -112,12 +112,23 @@ fn compress_whole(
 
 /// Decompresses a complete archive from `input` onto `output`, verifying every checksum.
 pub fn decompress(input: impl Read, mut output: impl Write, opts: &Options) -> Result<Stats> {
-    pipeline::decompress(&mut Streamed(input), &mut output, opts)
+    pipeline::decompress(&mut Streamed(input), &mut output, opts, After::Nothing)
+}
+
+/// `decompress` of the archive at the start of `input`, reading its bytes and no more: what
+/// follows it (another archive, other data) is left unread in `input`.
+pub fn decompress_first(input: impl Read, mut output: impl Write, opts: &Options) -> Result<Stats> {
+    pipeline::decompress(&mut Streamed(input), &mut output, opts, After::Anything)
 }
 
 /// `decompress` of an archive whole in memory, its blocks decoded in place.
 pub fn decompress_bytes(archive: &[u8], mut output: impl Write, opts: &Options) -> Result<Stats> {
-    pipeline::decompress(&mut InMemory::new(archive), &mut output, opts)
+    pipeline::decompress(
+        &mut InMemory::new(archive),
+        &mut output,
+        opts,
+        After::Nothing,
+    )
 }
 
 /// `decompress_bytes` onto the end of `out`, which is left as it was if the archive is
@@ -132,7 +143,12 @@ pub fn decompress_mapped(
     mut output: impl Write,
     opts: &Options,
 ) -> Result<Stats> {
-    pipeline::decompress(&mut InMemory::mapped(archive), &mut output, opts)
+    pipeline::decompress(
+        &mut InMemory::mapped(archive),
+        &mut output,
+        opts,
+        After::Nothing,
+    )
 }
 
 /// Compresses part `index` (from 0) of `count` of `input` into `output`: the input is cut into

@@ -1,13 +1,14 @@
 //! Python bindings of sep (the module `sep._native`, which the `sep` package re-exports):
-//! compress and decompress bytes, compress one shard of a file and join shards into one
-//! archive (for engines that spread a file over many workers), and decode a byte range.
+//! compress and decompress bytes, or files path to path as streams; incremental objects
+//! (`stream`); compress one shard of a file and join shards into one archive (for engines that
+//! spread a file over many workers), and decode a byte range.
 //!
 //! Every call releases the GIL while it works, so Python threads and engines run beside it.
 //! Files are written to a temporary file beside the destination and renamed into place, so a
 //! failed call leaves no partial output; an existing destination is kept unless `overwrite`.
 
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sep::{Options, Pack, PackChoice};
@@ -16,14 +17,16 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod stream;
+
 create_exception!(
     _native,
     SepError,
-    PyException,
+    PyOSError,
     "sep refused the input or the archive, or a file could not be read or written."
 );
 
-fn error(e: sep::Error) -> PyErr {
+pub(crate) fn error(e: sep::Error) -> PyErr {
     SepError::new_err(e.to_string())
 }
 
@@ -41,7 +44,7 @@ fn load_pack(path: &str) -> PyResult<Arc<Pack>> {
 }
 
 /// Compression options from the keyword arguments every compressing call takes.
-fn options(
+pub(crate) fn options(
     level: u8,
     threads: Option<usize>,
     block_size: Option<u64>,
@@ -75,7 +78,7 @@ fn options(
 }
 
 /// Decompression options: threads, and the packs an archive may need besides the built-in one.
-fn decode_options(threads: Option<usize>, packs: Vec<String>) -> PyResult<Options> {
+pub(crate) fn decode_options(threads: Option<usize>, packs: Vec<String>) -> PyResult<Options> {
     let mut o = Options::default();
     if let Some(t) = threads {
         o.threads = t;
@@ -184,6 +187,54 @@ fn decompress(
     Ok(PyBytes::new(py, &out).unbind())
 }
 
+/// Compresses the file `src` into the archive `dst` as a stream (the file is read as it is
+/// coded, never whole). Returns (original bytes, archive bytes).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (src, dst, *, level = 6, threads = None, block_size = None, pack = "auto", net = "auto", overwrite = false))]
+fn compress_file(
+    py: Python<'_>,
+    src: PathBuf,
+    dst: PathBuf,
+    level: u8,
+    threads: Option<usize>,
+    block_size: Option<u64>,
+    pack: &str,
+    net: &str,
+    overwrite: bool,
+) -> PyResult<(u64, u64)> {
+    let o = options(level, threads, block_size, pack, net)?;
+    let input = File::open(&src).map_err(|e| io_error(&src, e))?;
+    py.detach(|| {
+        write_file(&dst, overwrite, |out| {
+            sep::compress(std::io::BufReader::new(input), out, &o)
+                .map(|s| (s.original_bytes, s.archive_bytes))
+        })
+    })
+}
+
+/// Decompresses the archive file `src` into `dst` as a stream, verifying every checksum
+/// before `dst` appears. Returns (original bytes, archive bytes).
+#[pyfunction]
+#[pyo3(signature = (src, dst, *, threads = None, packs = Vec::new(), overwrite = false))]
+fn decompress_file(
+    py: Python<'_>,
+    src: PathBuf,
+    dst: PathBuf,
+    threads: Option<usize>,
+    packs: Vec<String>,
+    overwrite: bool,
+) -> PyResult<(u64, u64)> {
+    let o = decode_options(threads, packs)?;
+    let input = File::open(&src).map_err(|e| io_error(&src, e))?;
+    py.detach(|| {
+        write_file(&dst, overwrite, |out| {
+            sep::decompress(std::io::BufReader::new(input), out, &o)
+                .map(|s| (s.original_bytes, s.archive_bytes))
+        })
+    })
+}
+
 /// Compresses shard `index` (from 0) of `count` of the file `src` into the archive `dst`: the
 /// file is cut into `count` runs of whole blocks, a pure function of its length and the
 /// options, so every worker agrees without talking. Returns (original bytes, archive bytes).
@@ -268,5 +319,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shard, m)?)?;
     m.add_function(wrap_pyfunction!(concat, m)?)?;
     m.add_function(wrap_pyfunction!(decompress_range, m)?)?;
+    m.add_function(wrap_pyfunction!(compress_file, m)?)?;
+    m.add_function(wrap_pyfunction!(decompress_file, m)?)?;
+    m.add_class::<stream::Compressor>()?;
+    m.add_class::<stream::Decompressor>()?;
     Ok(())
 }

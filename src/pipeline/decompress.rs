@@ -38,13 +38,23 @@ enum Out<'o, W> {
     Vec(&'o mut Vec<u8>),
 }
 
+/// What may follow an archive in its input.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum After {
+    /// Nothing: a byte after the end is an error.
+    Nothing,
+    /// Anything, left unread: the archive's bytes are read and no more.
+    Anything,
+}
+
 /// Decompresses a complete archive from `input` into `output`, verifying every checksum.
 pub(crate) fn decompress<'a>(
     input: &mut impl Source<'a>,
     output: &mut impl Write,
     opts: &Options,
+    after: After,
 ) -> Result<Stats> {
-    let stats = decode_archive(input, &mut Out::Writer(output), opts)?;
+    let stats = decode_archive(input, &mut Out::Writer(output), opts, after)?;
     output.flush()?;
     Ok(stats)
 }
@@ -56,7 +66,12 @@ pub(crate) fn decompress_to_vec<'a>(
     opts: &Options,
 ) -> Result<Stats> {
     let start = out.len();
-    let result = decode_archive(input, &mut Out::<std::io::Sink>::Vec(out), opts);
+    let result = decode_archive(
+        input,
+        &mut Out::<std::io::Sink>::Vec(out),
+        opts,
+        After::Nothing,
+    );
     if result.is_err() {
         out.truncate(start);
     }
@@ -133,6 +148,7 @@ fn decode_archive<'a, W: Write>(
     input: &mut impl Source<'a>,
     out: &mut Out<'_, W>,
     opts: &Options,
+    after: After,
 ) -> Result<Stats> {
     opts.validate()?;
     let budget = Arc::new(Budget::new(opts.memory));
@@ -271,7 +287,7 @@ fn decode_archive<'a, W: Write>(
         return Err(Error::Checksum("the whole file".into()));
     }
     let mut probe = [0u8; 1];
-    if read_full(input, &mut probe)? != 0 {
+    if after == After::Nothing && read_full(input, &mut probe)? != 0 {
         return Err(Error::Corrupt(
             "trailing data after the end of the archive".into(),
         ));

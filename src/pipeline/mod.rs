@@ -16,7 +16,7 @@ mod workers;
 pub use options::{Options, PackChoice, PackLookup, Stats, DEFAULT_BLOCK_SIZE, DEFAULT_MEMORY};
 
 pub(crate) use compress::compress;
-pub(crate) use decompress::{decompress, decompress_to_vec};
+pub(crate) use decompress::{decompress, decompress_to_vec, After};
 pub(crate) use parts::{compress_part, concat};
 pub use plan::Known;
 pub(crate) use range::decompress_range;

@@ -398,3 +398,27 @@ fn damaged_parts_are_refused_or_fail_to_decode() {
         assert!(decoded.is_err(), "byte {at}: a damaged part decoded");
     }
 }
+
+#[test]
+fn the_first_archive_of_a_stream_is_read_to_its_end_and_no_further() {
+    let text = corpus_file("text/tar-NEWS");
+    let o = opts(2, Kernels::detect(), 16 << 10);
+    let (mut one, mut two) = (Vec::new(), Vec::new());
+    sep::compress_bytes(&text[..40_000], &mut one, &o).unwrap();
+    sep::compress_bytes(&text[40_000..], &mut two, &o).unwrap();
+    let mut stream = one.clone();
+    stream.extend_from_slice(&two);
+    stream.extend_from_slice(b"after");
+    let mut input = std::io::Cursor::new(&stream);
+    let (mut first, mut second) = (Vec::new(), Vec::new());
+    let s = sep::decompress_first(&mut input, &mut first, &o).unwrap();
+    assert_eq!(
+        (s.archive_bytes, input.position()),
+        (one.len() as u64, one.len() as u64)
+    );
+    sep::decompress_first(&mut input, &mut second, &o).unwrap();
+    assert!(first == text[..40_000] && second == text[40_000..]);
+    assert_eq!(&stream[input.position() as usize..], b"after");
+    // The whole-archive entry point still refuses what follows an archive.
+    assert!(sep::decompress(&stream[..], &mut Vec::new(), &o).is_err());
+}
