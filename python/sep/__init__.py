@@ -6,6 +6,8 @@
   ``"ab"`` is refused) or text (``"rt"``, ``"wt"``, with an encoding), streamed both ways.
 - ``Compressor`` / ``Decompressor`` code a stream chunk by chunk, like
   ``lzma.LZMACompressor`` / ``lzma.LZMADecompressor``.
+- ``save_tensors`` / ``load_tensors``: numpy arrays or PyTorch tensors to a compressed
+  safetensors file and back, through sep's tensor codecs (no pickle).
 - ``shard`` and ``concat`` spread one file over many workers (each compresses its shard of the
   file, ``concat`` joins the shards into the archive one ``sep compress`` would write);
   ``decompress_range`` decodes only the blocks a range needs.
@@ -29,6 +31,7 @@ from ._native import (
     decompress_range,
     shard,
 )
+from .tensors import load_tensors, save_tensors
 
 __all__ = [
     "Compressor",
@@ -41,7 +44,9 @@ __all__ = [
     "decompress",
     "decompress_file",
     "decompress_range",
+    "load_tensors",
     "open",
+    "save_tensors",
     "shard",
 ]
 
