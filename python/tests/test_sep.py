@@ -297,3 +297,23 @@ def test_tensors_from_and_to_pytorch(tmp_path):
     back = sep.load_tensors(path, framework="torch")
     for name in t:
         assert back[name].dtype == t[name].dtype and torch.equal(back[name], t[name])
+
+
+def test_archives_equal_the_command_lines_for_the_same_options(tmp_path):
+    """Where the repository's command line is built (CI builds it before these tests)."""
+    import subprocess
+
+    cli = ROOT / "target" / "release" / "sep"
+    if not cli.exists():
+        pytest.skip("no target/release/sep: cargo build --release first")
+    data = real_text()
+    src = tmp_path / "in.txt"
+    src.write_bytes(data)
+    args = [str(cli), "-q", "-c", "-T", "1", "--block-size", "32K", "-9"]
+    whole = subprocess.run(args + [str(src)], capture_output=True, check=True).stdout
+    assert sep.compress(data, level=9, threads=1, block_size=32 << 10) == whole
+    # A stream (standard input) against the streaming paths.
+    streamed = subprocess.run(args, input=data, capture_output=True, check=True).stdout
+    dst = tmp_path / "out.sep"
+    sep.compress_file(src, dst, level=9, threads=1, block_size=32 << 10)
+    assert dst.read_bytes() == streamed
