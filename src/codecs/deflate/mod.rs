@@ -25,26 +25,17 @@ use crate::format::{cm_fits, Codec};
 use png::Layout;
 use preflate_rs::{preflate_whole_deflate_stream, recreate_whole_deflate_stream, PreflateConfig};
 
-/// Most bytes the streams of a block may inflate to in all: what a block's context-mixing model
-/// codes at most (the default block size), and a bound on a bomb.
-pub const MAX_PLAIN: usize = 32 << 20;
 /// Deflate expands no byte to more than about this many (a length-258 match in one bit).
 const MAX_RATIO: u64 = 1032;
 /// Hash-chain lookups per position when the records are made: zlib's at level 9.
 const CHAIN: u32 = 4096;
 /// Bytes of a stream's entry in the payload's table.
 const ENTRY: usize = 16;
-/// Smallest stream worth rebuilding: below it, the record and entry cost what its data saves.
-pub const MIN_STREAM: usize = 64;
-/// Bytes inflated, in all, per byte of the data searched (and at least `MAX_PLAIN`), after
-/// which the search for streams stops: it stays linear whatever the data (many headers whose
-/// streams run long and then fail).
-const WORK_PER_BYTE: usize = 4;
 
 mod png;
 mod streams;
 
-pub use streams::{find_streams, inflated_head, Stream};
+pub use streams::{find_streams, inflated_head, Stream, MAX_PLAIN};
 
 /// Bit of a stream's record length in the payload's table: the stream is a PNG's image data.
 const PNG_BIT: u32 = 1 << 31;

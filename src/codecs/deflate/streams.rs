@@ -3,8 +3,17 @@
 //! chunks, `png`), each whole and bounded.
 
 use super::png;
-use super::{MAX_PLAIN, MIN_STREAM, WORK_PER_BYTE};
 use flate2::{Decompress, FlushDecompress, Status};
+
+/// Most bytes the streams of a block may inflate to in all: what a block's context-mixing model
+/// codes at most (the default block size), and a bound on a bomb.
+pub const MAX_PLAIN: usize = 32 << 20;
+/// Smallest stream worth rebuilding: below it, the record and entry cost what its data saves.
+const MIN_STREAM: usize = 64;
+/// Bytes inflated, in all, per byte of the data searched (and at least `MAX_PLAIN`), after
+/// which the search for streams stops: it stays linear whatever the data (many headers whose
+/// streams run long and then fail).
+const WORK_PER_BYTE: usize = 4;
 
 /// A deflate stream found in some data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
