@@ -110,6 +110,25 @@ fn compress_whole(
     pipeline::compress(&mut source, &mut output, opts, &cm, known)
 }
 
+/// Crates whose calls the codecs run under `catch_unwind` (the JPEG and deflate codecs), so
+/// that a panic in them on hostile input becomes the codec's error.
+const GUARDED: [&str; 2] = ["lepton_jpeg", "preflate-rs"];
+
+/// Installs a panic hook that prints nothing for a panic inside a crate the codecs guard
+/// (`GUARDED`: it is caught and reported as the codec's one-line error) and leaves every other
+/// panic to the hook installed before. For programs (the command line calls it first).
+pub fn quiet_guarded_panics() {
+    let before = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let guarded = info
+            .location()
+            .is_some_and(|l| GUARDED.iter().any(|c| l.file().contains(c)));
+        if !guarded {
+            before(info);
+        }
+    }));
+}
+
 /// Decompresses a complete archive from `input` onto `output`, verifying every checksum.
 pub fn decompress(input: impl Read, mut output: impl Write, opts: &Options) -> Result<Stats> {
     pipeline::decompress(&mut Streamed(input), &mut output, opts, After::Nothing)
@@ -412,6 +431,10 @@ pub mod internals {
     /// unbounded memory: archives decode within a memory limit of 256 MiB, which the fuzzing's
     /// RSS limit (scripts/fuzz.sh) holds them to, with room for the built-in pack's image.
     pub fn fuzz(target: &str, data: &[u8]) {
+        // As in the command line: a panic inside the crates whose calls the codecs guard is
+        // caught there and becomes the codec's error; only the others are findings.
+        static QUIET: std::sync::Once = std::sync::Once::new();
+        QUIET.call_once(crate::quiet_guarded_panics);
         let opts = crate::Options {
             threads: 1,
             memory: 256 << 20,

@@ -611,6 +611,7 @@ fn run_info(file: &Path) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    sep::quiet_guarded_panics();
     let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     match Personality::of(argv.first()) {
         Personality::Sep => {}

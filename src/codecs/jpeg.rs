@@ -231,7 +231,8 @@ fn header_max(raw_len: usize) -> usize {
 /// Checks a Lepton file's header against a block of `raw_len` bytes, as the encoder writes
 /// it: its magic, the JPEG's size, one partition; and in its zlib-compressed part, every
 /// count Lepton would size a buffer by within the bytes that follow it, the JPEG's headers
-/// and the bytes after its end within the block, at most `MAX_SCANS` scans, one hand-off.
+/// and the bytes after its end within the block, at most `MAX_SCANS` scans, one hand-off of
+/// at most 8 bits left over.
 fn check_header(lepton: &[u8], raw_len: usize) -> Result<()> {
     use std::io::Read;
     let bad = |why: &str| Err(Error::Corrupt(format!("a JPEG block: {why}")));
@@ -273,7 +274,9 @@ fn check_header(lepton: &[u8], raw_len: usize) -> Result<()> {
             b"CRS" => count(at).map(|n| 4usize.saturating_add(n.saturating_mul(4))),
             b"P0D" => Some(1),
             b"EEE" => Some(28),
-            b"HH\x01" => {
+            // One hand-off: its bits left over from a byte (a count past a byte's 8 would
+            // run Lepton's bit writer past its register).
+            b"HH\x01" if header.get(at + 7).is_some_and(|&bits| bits <= 8) => {
                 handoffs += 1;
                 Some(16)
             }
