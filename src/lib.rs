@@ -289,7 +289,7 @@ pub fn pretrain(data: &[u8], spec: &PackSpec, progress: &(dyn Fn(u64) + Sync)) -
         name: &spec.name,
         kind: &spec.kind,
         description: &spec.description,
-        config: &config.to_bytes(),
+        config: &config.full_bytes(),
         geometry,
         base: base.as_ref().map(|b| &b.id),
     };

@@ -154,6 +154,25 @@ fn by_cm(data: &[u8], e: &Estimates, setup: &Setup, best: &mut Best) {
         Some(payload) => best.consider(Codec::Cm, payload),
         None => best.try_codec(&zstd_strong(data)),
     }
+    // At the highest level, a block the pack does not start is also coded with the default
+    // level's model, and that kept where smaller: more contexts and the online network cost a
+    // little on some small binaries (obj1, sum, a fax bitmap), so the level that asks for the
+    // smallest archive never makes a block larger than the default does.
+    let highest = cm.level == *crate::codecs::cm::LEVELS.end();
+    if highest && cm.pack.is_none() && cm.params.default_variant().is_some() {
+        let mut default = cm.clone().into_owned();
+        default.params.default_model = true;
+        let quiet: ProgressFn = &|_| {};
+        if let Some(payload) = (Cm {
+            config: &default,
+            backend: setup.backend,
+            progress: quiet,
+        })
+        .encode(data)
+        {
+            best.consider(Codec::Cm, payload);
+        }
+    }
     // Where the block is very redundant, its long repeats may be an LZ77 coder's, if even the
     // sample's zstd size predicts LZMA close (not at the fastest level).
     let zstd_size = e.whole.zstd * data.len() as f64;

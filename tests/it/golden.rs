@@ -19,6 +19,8 @@ struct Case {
     written: bool,
     /// The base file it is coded against (`--patch-from`), if any.
     base: Option<Vec<u8>>,
+    /// The compression level it is written at.
+    level: u8,
 }
 
 /// English-like text from a fixed list of words.
@@ -136,6 +138,7 @@ fn cases() -> Vec<Case> {
             codecs: &[Codec::Cm],
             written: true,
             base: None,
+            level: sep::DEFAULT_LEVEL,
         },
         Case {
             name: "stored.bin",
@@ -143,6 +146,7 @@ fn cases() -> Vec<Case> {
             codecs: &[Codec::Stored],
             written: true,
             base: None,
+            level: sep::DEFAULT_LEVEL,
         },
         Case {
             name: "mixed.safetensors",
@@ -150,6 +154,7 @@ fn cases() -> Vec<Case> {
             codecs: &[Codec::TensorHeader, Codec::Zstd, Codec::Planes],
             written: true,
             base: None,
+            level: sep::DEFAULT_LEVEL,
         },
         Case {
             name: "scaled.safetensors",
@@ -157,6 +162,7 @@ fn cases() -> Vec<Case> {
             codecs: &[Codec::Scaled],
             written: true,
             base: None,
+            level: sep::DEFAULT_LEVEL,
         },
         Case {
             name: "recent.bf16.safetensors",
@@ -164,6 +170,7 @@ fn cases() -> Vec<Case> {
             codecs: &[Codec::Recent],
             written: true,
             base: None,
+            level: sep::DEFAULT_LEVEL,
         },
         Case {
             name: "repeated.safetensors",
@@ -171,6 +178,7 @@ fn cases() -> Vec<Case> {
             codecs: &[Codec::Repeated],
             written: true,
             base: None,
+            level: sep::DEFAULT_LEVEL,
         },
         Case {
             name: "copies.safetensors",
@@ -178,6 +186,7 @@ fn cases() -> Vec<Case> {
             codecs: &[Codec::Copies],
             written: true,
             base: None,
+            level: sep::DEFAULT_LEVEL,
         },
         // Written before fp8 tensors took the byte-table codec.
         Case {
@@ -186,6 +195,7 @@ fn cases() -> Vec<Case> {
             codecs: &[Codec::TensorHeader, Codec::Planes],
             written: false,
             base: None,
+            level: sep::DEFAULT_LEVEL,
         },
         Case {
             name: "fp8-bytes.safetensors",
@@ -193,6 +203,7 @@ fn cases() -> Vec<Case> {
             codecs: &[Codec::TensorHeader, Codec::ByteTable],
             written: true,
             base: None,
+            level: sep::DEFAULT_LEVEL,
         },
         Case {
             name: "swapped.f32be",
@@ -200,6 +211,7 @@ fn cases() -> Vec<Case> {
             codecs: &[Codec::Swapped],
             written: true,
             base: None,
+            level: sep::DEFAULT_LEVEL,
         },
         // Written before the default level's field residuals took lean mixing.
         Case {
@@ -208,6 +220,7 @@ fn cases() -> Vec<Case> {
             codecs: &[Codec::Field],
             written: false,
             base: None,
+            level: sep::DEFAULT_LEVEL,
         },
         Case {
             name: "field-lean.f32be",
@@ -215,6 +228,7 @@ fn cases() -> Vec<Case> {
             codecs: &[Codec::Field],
             written: true,
             base: None,
+            level: sep::DEFAULT_LEVEL,
         },
         // Written before the default level's field residuals took lean mixing.
         Case {
@@ -223,6 +237,7 @@ fn cases() -> Vec<Case> {
             codecs: &[Codec::Field],
             written: false,
             base: None,
+            level: sep::DEFAULT_LEVEL,
         },
         Case {
             name: "field-lean.u16le",
@@ -230,6 +245,7 @@ fn cases() -> Vec<Case> {
             codecs: &[Codec::Field],
             written: true,
             base: None,
+            level: sep::DEFAULT_LEVEL,
         },
         Case {
             name: "lzma.bin",
@@ -237,6 +253,7 @@ fn cases() -> Vec<Case> {
             codecs: &[Codec::Lzma],
             written: true,
             base: None,
+            level: sep::DEFAULT_LEVEL,
         },
         Case {
             name: "jpeg.jpg",
@@ -244,6 +261,7 @@ fn cases() -> Vec<Case> {
             codecs: &[Codec::Jpeg],
             written: true,
             base: None,
+            level: sep::DEFAULT_LEVEL,
         },
         Case {
             name: "deflate.gz",
@@ -251,6 +269,7 @@ fn cases() -> Vec<Case> {
             codecs: &[Codec::Deflate],
             written: true,
             base: None,
+            level: sep::DEFAULT_LEVEL,
         },
         Case {
             name: "deflate.png",
@@ -258,6 +277,7 @@ fn cases() -> Vec<Case> {
             codecs: &[Codec::Deflate],
             written: true,
             base: None,
+            level: sep::DEFAULT_LEVEL,
         },
         Case {
             name: "deflate-lzma.png",
@@ -265,6 +285,15 @@ fn cases() -> Vec<Case> {
             codecs: &[Codec::Deflate],
             written: true,
             base: None,
+            level: sep::DEFAULT_LEVEL,
+        },
+        Case {
+            name: "default-model-at-9.dirname",
+            input: crate::common::corpus_file("binary/dirname"),
+            codecs: &[Codec::Cm],
+            written: true,
+            base: None,
+            level: 9,
         },
         Case {
             name: "delta.safetensors",
@@ -272,6 +301,7 @@ fn cases() -> Vec<Case> {
             codecs: &[Codec::Delta],
             written: true,
             base: Some(mixed_tensors()),
+            level: sep::DEFAULT_LEVEL,
         },
     ]
 }
@@ -298,9 +328,11 @@ fn golden_dir() -> PathBuf {
 
 /// The golden archives are of the format without a pack: an archive made with the built-in
 /// pack changes whenever the pack is retrained (tests/it/packs.rs covers those).
-fn options(threads: usize, base: &Option<Vec<u8>>) -> Options {
+fn options(threads: usize, case: &Case) -> Options {
+    let base = &case.base;
     let mut o = Options::default();
     o.threads = threads;
+    o.level = case.level;
     o.pack = sep::PackChoice::Off;
     o.base = base
         .clone()
@@ -326,7 +358,7 @@ fn golden_archives_decode_everywhere() {
         for (threads, level) in [(1, Kernels::Scalar), (2, Kernels::detect())] {
             sep::set_kernels(level);
             let mut out = Vec::new();
-            sep::decompress_to_vec(&archive, &mut out, &options(threads, &case.base)).unwrap();
+            sep::decompress_to_vec(&archive, &mut out, &options(threads, &case)).unwrap();
             assert!(out == case.input, "{}: decodes to other bytes", case.name);
         }
         sep::set_kernels(Kernels::detect());
@@ -339,7 +371,7 @@ fn the_encoder_still_writes_the_golden_archives() {
     for case in cases().into_iter().filter(|c| c.written) {
         let path = golden_dir().join(format!("{}.sep", case.name));
         let mut archive = Vec::new();
-        sep::compress_bytes(&case.input, &mut archive, &options(2, &case.base)).unwrap();
+        sep::compress_bytes(&case.input, &mut archive, &options(2, &case)).unwrap();
         if bless {
             std::fs::create_dir_all(golden_dir()).unwrap();
             std::fs::write(&path, &archive).unwrap();

@@ -12,6 +12,7 @@ mod fuzzed;
 mod golden;
 mod hostile;
 mod jpeg;
+mod levels;
 mod online_network;
 mod packs;
 mod signals;

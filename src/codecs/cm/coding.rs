@@ -26,6 +26,9 @@ const PACKED: u8 = 2;
 /// Transforms byte (with `PACKED`): the model's tables are sized to the block (`Fit::Sized`;
 /// without it, `Fit::Grown`).
 const SIZED: u8 = 4;
+/// Transforms byte (without `PACKED`): the block is coded with the default level's model
+/// (`Params::default_variant`) rather than the archive's level's.
+const DEFAULT_MODEL: u8 = 8;
 
 /// Reports coded bytes to a progress callback, `PROGRESS_EVERY` or more at a time.
 struct Reporter<'a> {
@@ -87,6 +90,11 @@ pub fn encode(
     let data = through_calls(data);
     let x86 = matches!(data, Cow::Owned(_));
     let data = &data[..];
+    // The default level's model for this block, where asked and there is one (never with a
+    // pack, which was trained for the level's model).
+    let variant = cfg.default_model.then(|| cfg.default_variant()).flatten();
+    let variant = variant.filter(|_| pack.is_none());
+    let cfg = variant.unwrap_or(cfg);
     let (mut streams, ws) = match cfg.fast {
         // The fast predictor leaves little work to a coding thread: it codes inline.
         true => {
@@ -112,7 +120,8 @@ pub fn encode(
     }
     let mut out = Vec::with_capacity(size + pad);
     let packed = pack.is_some() && !cfg.fast;
-    out.push(if x86 { X86 } else { 0 } | if packed { PACKED | SIZED } else { 0 });
+    let default_model = if variant.is_some() { DEFAULT_MODEL } else { 0 };
+    out.push(if x86 { X86 } else { 0 } | if packed { PACKED | SIZED } else { 0 } | default_model);
     out.extend_from_slice(&(streams.len() as u16).to_le_bytes());
     for s in &streams {
         out.extend_from_slice(&(s.len() as u32).to_le_bytes());
@@ -287,11 +296,23 @@ fn run(
     reported.finish();
 }
 
+/// The model the payload's transforms byte `t` says codes the block: the archive's level's
+/// (`cfg`) or the default level's in its place (`Params::default_variant`).
+fn model_of(t: u8, cfg: Params) -> Result<Params> {
+    match t & DEFAULT_MODEL {
+        0 => Ok(cfg),
+        _ => cfg.default_variant().ok_or_else(|| {
+            Error::Corrupt("context-mixing block: a default model where there is none".into())
+        }),
+    }
+}
+
 /// How the payload's transforms byte `t` says the model starts: fresh, or from `pack` (the
 /// archive's) fitted to it; an error where the byte is not one a decoder accepts.
 fn start(t: u8, cfg: Params, pack: Option<&Pack>) -> Result<Option<(&Pack, Fit)>> {
     let corrupt = |what: &str| Err(Error::Corrupt(format!("context-mixing block: {what}")));
-    if t & !(X86 | PACKED | SIZED) != 0 || t & (PACKED | SIZED) == SIZED {
+    let both = PACKED | DEFAULT_MODEL;
+    if t & !(X86 | both | SIZED) != 0 || t & (PACKED | SIZED) == SIZED || t & both == both {
         return corrupt("unknown transforms");
     }
     let fit = match t & SIZED {
@@ -309,7 +330,10 @@ fn start(t: u8, cfg: Params, pack: Option<&Pack>) -> Result<Option<(&Pack, Fit)>
 /// and the payload: its model's tables, fresh or from the pack (`pack`, the archive's) as the
 /// payload says. 0 for a payload the decoder refuses before allocating.
 pub fn need(payload: &[u8], raw_len: usize, cfg: Params, pack: Option<&Pack>) -> u64 {
-    let Some(Ok(start)) = payload.first().map(|&t| start(t, cfg, pack)) else {
+    let Some(Ok((start, cfg))) = payload
+        .first()
+        .map(|&t| start(t, cfg, pack).and_then(|s| Ok((s, model_of(t, cfg)?))))
+    else {
         return 0;
     };
     match cfg.fast {
@@ -334,8 +358,8 @@ pub fn decode(
     let Some((&t, rest)) = payload.split_first() else {
         return (corrupt("empty payload"), ws);
     };
-    let pack = match start(t, cfg, pack) {
-        Ok(pack) => pack,
+    let (pack, cfg) = match start(t, cfg, pack).and_then(|p| Ok((p, model_of(t, cfg)?))) {
+        Ok(started) => started,
         Err(e) => return (Err(e), ws),
     };
     // A lane count the block does not have is refused before the model's tables are built.

@@ -83,6 +83,10 @@ const NEURAL_DEFAULT: u8 = 2;
 /// Configuration id of any level's model: the level, flags (bit 0: lean, bit 1: fast, bit 2:
 /// a pack) and the context mask as well, then the pack's hash and name.
 const NEURAL_LEVEL: u8 = 3;
+/// Configuration id of a level's own model (`CmConfig::for_level`, other than the default
+/// level's): the level and flags (only `FLAG_PACK` and `FLAG_NO_NETWORK`), then the pack's hash
+/// and name.
+const NEURAL_STANDARD: u8 = 4;
 /// Flag bit of `NEURAL_LEVEL`: the model starts from a pack.
 const FLAG_PACK: u8 = 4;
 /// Flag bit of `NEURAL_LEVEL` that archives of the retired TRACE backbone set.
@@ -98,6 +102,33 @@ pub const LANES_MAX: u16 = 16;
 /// so this bounds the decoder's work per output byte to that of the costliest configuration
 /// an encoder writes (level 9).
 pub const HIDDEN_MAX: u16 = 32;
+
+/// The pack a configuration (`id`, `len` bytes in all) names after its fields (`tail`): none
+/// without `FLAG_PACK`, else its hash and name.
+fn pack_id(flags: u8, tail: &[u8], id: u8, len: usize) -> Result<Option<PackId>> {
+    let bad_name = || Error::Corrupt("bad pack name in the header".into());
+    match (flags & FLAG_PACK != 0, tail) {
+        (false, []) => Ok(None),
+        (true, t) if t.len() > 33 => {
+            let (hash, rest) = t.split_at(32);
+            let name = &rest[1..];
+            if rest[0] as usize != name.len() || name.len() > NAME_MAX {
+                return Err(bad_name());
+            }
+            let name = std::str::from_utf8(name)
+                .ok()
+                .filter(|n| super::pack::name_valid(n))
+                .ok_or_else(bad_name)?;
+            Ok(Some(PackId {
+                name: name.to_string(),
+                sha256: hash.try_into().unwrap_or([0; 32]),
+            }))
+        }
+        _ => Err(Error::Corrupt(format!(
+            "unknown context-mixing configuration (id {id}, {len} bytes)"
+        ))),
+    }
+}
 
 impl CmConfig {
     /// The model of compression level `level` (clamped to `LEVELS`).
@@ -134,7 +165,15 @@ impl CmConfig {
     fn pack_key(&self) -> Vec<u8> {
         let mut c = self.without_pack();
         c.params.network = true;
-        c.to_bytes()
+        c.full_bytes()
+    }
+
+    /// Whether this is its level's own model (but for the network switched off), which the
+    /// archive records by its level alone (`NEURAL_STANDARD`).
+    fn standard(&self) -> bool {
+        let mut own = CmConfig::for_level(self.level).params;
+        own.network = self.params.network;
+        self.level != DEFAULT_LEVEL && self.params == own
     }
 
     /// The configuration a block of `data` is coded with: this one, or without its pack where
@@ -185,8 +224,27 @@ impl CmConfig {
         Ok(self)
     }
 
-    /// Serialised form stored in the archive header.
+    /// Serialised form stored in the archive header: a level's own model by its level, any
+    /// other by its parameters (`full_bytes`).
     pub fn to_bytes(&self) -> Vec<u8> {
+        if !self.standard() {
+            return self.full_bytes();
+        }
+        let c = &self.params;
+        let pack_flag = if self.pack.is_some() { FLAG_PACK } else { 0 };
+        let off_flag = if c.network { 0 } else { FLAG_NO_NETWORK };
+        let mut b = vec![NEURAL_STANDARD, self.level, pack_flag | off_flag];
+        if let Some(p) = &self.pack {
+            b.extend_from_slice(&p.id.sha256);
+            b.push(p.id.name.len() as u8);
+            b.extend_from_slice(p.id.name.as_bytes());
+        }
+        b
+    }
+
+    /// The serialised form by parameters (ids 2 and 3), which packs also record of the model
+    /// they were trained for (`Pack::config`).
+    pub fn full_bytes(&self) -> Vec<u8> {
         let c = &self.params;
         let short = self.level == DEFAULT_LEVEL
             && c.contexts == DEFAULT_CONTEXTS
@@ -228,32 +286,25 @@ impl CmConfig {
             }
             [NEURAL_LEVEL, level, flags, rest @ ..] if rest.len() >= 18 => {
                 let m = u32::from_le_bytes([rest[14], rest[15], rest[16], rest[17]]);
-                let tail = &rest[18..];
-                match (flags & FLAG_PACK != 0, tail) {
-                    (false, []) => {}
-                    (true, t) if t.len() > 33 => {
-                        let (hash, rest) = t.split_at(32);
-                        let name = &rest[1..];
-                        if rest[0] as usize != name.len() || name.len() > NAME_MAX {
-                            return Err(Error::Corrupt("bad pack name in the header".into()));
-                        }
-                        let name = std::str::from_utf8(name)
-                            .ok()
-                            .filter(|n| super::pack::name_valid(n))
-                            .ok_or_else(|| Error::Corrupt("bad pack name in the header".into()))?;
-                        pack = Some(PackId {
-                            name: name.to_string(),
-                            sha256: hash.try_into().unwrap_or([0; 32]),
-                        });
-                    }
-                    _ => {
-                        return Err(Error::Corrupt(format!(
-                            "unknown context-mixing configuration (id 3, {} bytes)",
-                            b.len()
-                        )))
-                    }
-                }
+                pack = pack_id(*flags, &rest[18..], NEURAL_LEVEL, b.len())?;
                 (*level, *flags, &rest[..14], m)
+            }
+            [NEURAL_STANDARD, level, flags, tail @ ..] => {
+                let known = FLAG_PACK | FLAG_NO_NETWORK;
+                if !LEVELS.contains(level) || *level == DEFAULT_LEVEL || flags & !known != 0 {
+                    return Err(Error::Corrupt(
+                        "context-mixing configuration out of range".into(),
+                    ));
+                }
+                let pack = pack_id(*flags, tail, NEURAL_STANDARD, b.len())?;
+                let mut config = CmConfig::for_level(*level);
+                config.params.network = flags & FLAG_NO_NETWORK == 0;
+                if config.params.fast && pack.is_some() {
+                    return Err(Error::Corrupt(
+                        "context-mixing configuration out of range".into(),
+                    ));
+                }
+                return Ok((config, pack));
             }
             [id, ..] => {
                 return Err(Error::Corrupt(format!(
@@ -280,6 +331,7 @@ impl CmConfig {
             contexts,
             lean: flags & 1 != 0,
             fast: flags & 2 != 0,
+            default_model: false,
         };
         if c.max_lanes == 0
             || c.max_lanes > LANES_MAX
@@ -379,7 +431,7 @@ mod tests {
         assert!(CmConfig::from_bytes(&lanes.to_bytes()).is_err());
         // The retired TRACE network: refused as such.
         for level in [1, 9] {
-            let mut trace = CmConfig::for_level(level).to_bytes();
+            let mut trace = CmConfig::for_level(level).full_bytes();
             trace[2] |= FLAG_TRACE;
             assert!(matches!(
                 CmConfig::from_bytes(&trace),
@@ -395,7 +447,7 @@ mod tests {
             assert!(!back.params.network && back == c);
             let mut on = c.clone();
             on.params.network = true;
-            assert_eq!(c.pack_key(), on.to_bytes());
+            assert_eq!(c.pack_key(), on.full_bytes());
         }
         let mut bad = CmConfig::for_level(9).to_bytes();
         bad[2] |= 32;
@@ -408,13 +460,37 @@ mod tests {
         let mut bad = CmConfig::for_level(1).to_bytes();
         bad[2] = 3;
         assert!(CmConfig::from_bytes(&bad).is_err(), "unknown flag accepted");
-        let mut bad = CmConfig::for_level(1).to_bytes();
+        let mut bad = CmConfig::for_level(1).full_bytes();
         *bad.last_mut().unwrap() = 0x80;
         assert!(
             CmConfig::from_bytes(&bad).is_err(),
             "context past the catalogue"
         );
-        assert!(CmConfig::from_bytes(&c.to_bytes()[..5]).is_err());
+        assert!(CmConfig::from_bytes(&c.full_bytes()[..5]).is_err());
+        // A level's own model is recorded by its level (the default level's keeps its form);
+        // the full form still reads.
+        for level in LEVELS.filter(|&l| l != DEFAULT_LEVEL) {
+            let c = CmConfig::for_level(level);
+            assert_eq!(c.to_bytes(), [NEURAL_STANDARD, level, 0]);
+            assert_eq!(CmConfig::from_bytes(&c.full_bytes()).unwrap(), (c, None));
+        }
+        for bad in [
+            &[NEURAL_STANDARD, DEFAULT_LEVEL, 0][..],
+            &[NEURAL_STANDARD, 0, 0],
+            &[NEURAL_STANDARD, 10, 0],
+            &[NEURAL_STANDARD, 9, 1],
+            &[NEURAL_STANDARD, 9, 0, 0],
+            &[NEURAL_STANDARD, 9],
+        ] {
+            assert!(CmConfig::from_bytes(bad).is_err(), "{bad:?} accepted");
+        }
+        // The fast predictor takes no pack.
+        let mut fast = vec![NEURAL_STANDARD, 1, FLAG_PACK];
+        fast.extend_from_slice(&[7; 32]);
+        fast.extend_from_slice(b"\x04text");
+        assert!(CmConfig::from_bytes(&fast).is_err());
+        fast[1] = 9;
+        assert!(CmConfig::from_bytes(&fast).is_ok());
     }
 
     #[test]

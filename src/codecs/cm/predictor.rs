@@ -54,6 +54,30 @@ pub struct Params {
     pub lean: bool,
     /// The fast predictor (`fast`) instead of this one: the fastest level.
     pub fast: bool,
+    /// Code the block with the default level's model (`default_variant`) instead: the
+    /// encoder's choice for one block, which the payload's transforms byte records (never in
+    /// the archive's configuration).
+    pub default_model: bool,
+}
+
+impl Params {
+    /// The default level's model in the place of this larger one (a higher level's: the
+    /// default's contexts and more, or an online network): its contexts, no online network;
+    /// `None` for any other model.
+    pub fn default_variant(self) -> Option<Params> {
+        let variant = Params {
+            contexts: DEFAULT_CONTEXTS,
+            net: NetConfig {
+                hidden: 0,
+                ..self.net
+            },
+            default_model: false,
+            ..self
+        };
+        let same = variant.contexts == self.contexts && variant.net.hidden == self.net.hidden;
+        let larger = self.contexts & DEFAULT_CONTEXTS == DEFAULT_CONTEXTS;
+        (!self.fast && !self.lean && larger && !same).then_some(variant)
+    }
 }
 
 /// The contexts of the default model: the catalogue's first 18.
@@ -74,6 +98,7 @@ impl Default for Params {
                 ..NetConfig::default()
             },
             network: true,
+            default_model: false,
             contexts: DEFAULT_CONTEXTS,
             lean: false,
             fast: false,

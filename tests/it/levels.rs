@@ -1,0 +1,55 @@
+//! The levels against each other: level 9 never makes a file larger than the default level
+//! does (a block it does not start from a pack is coded with the default level's model where
+//! that is smaller), and its archives decode at any thread count and kernel level.
+
+use crate::common::corpus_file;
+use sep::{Kernels, Options};
+
+fn archive(data: &[u8], level: u8) -> Vec<u8> {
+    let mut o = Options::default();
+    o.level = level;
+    o.threads = 1;
+    let mut out = Vec::new();
+    sep::compress_bytes(data, &mut out, &o).unwrap();
+    out
+}
+
+/// A small table of fixed-length binary records: counters, flags and short names.
+fn records() -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0u32..900 {
+        out.extend_from_slice(&(i * 37 % 1000).to_le_bytes());
+        out.extend_from_slice(&[(i % 3) as u8, 0, 0xFF, (i % 7) as u8]);
+        out.extend_from_slice(format!("n{:05}", i * 13 % 4096).as_bytes());
+        out.extend_from_slice(&[0; 2]);
+    }
+    out
+}
+
+#[test]
+fn level_9_is_never_larger_than_the_default() {
+    for (name, data) in [
+        ("dirname", corpus_file("binary/dirname")),
+        ("records", records()),
+        ("text", corpus_file("text/sed.1")),
+    ] {
+        let default = archive(&data, sep::DEFAULT_LEVEL).len();
+        for level in [9] {
+            let a = archive(&data, level);
+            assert!(
+                a.len() <= default,
+                "{name}: level {level} {} > {default}",
+                a.len()
+            );
+            for (threads, kernels) in [(2, Kernels::Scalar), (1, Kernels::detect())] {
+                sep::set_kernels(kernels);
+                let mut o = Options::default();
+                o.threads = threads;
+                let mut back = Vec::new();
+                sep::decompress_to_vec(&a, &mut back, &o).unwrap();
+                assert!(back == data, "{name} at level {level}, {threads} threads");
+            }
+            sep::set_kernels(Kernels::detect());
+        }
+    }
+}
