@@ -234,12 +234,18 @@ impl CmConfig {
         let pack_flag = if self.pack.is_some() { FLAG_PACK } else { 0 };
         let off_flag = if c.network { 0 } else { FLAG_NO_NETWORK };
         let mut b = vec![NEURAL_STANDARD, self.level, pack_flag | off_flag];
+        self.push_pack_id(&mut b);
+        b
+    }
+
+    /// Appends the pack's hash, name length and name, if there is a pack (what `pack_id`
+    /// reads).
+    fn push_pack_id(&self, b: &mut Vec<u8>) {
         if let Some(p) = &self.pack {
             b.extend_from_slice(&p.id.sha256);
             b.push(p.id.name.len() as u8);
             b.extend_from_slice(p.id.name.as_bytes());
         }
-        b
     }
 
     /// The serialised form by parameters (ids 2 and 3), which packs also record of the model
@@ -268,11 +274,7 @@ impl CmConfig {
         if !short {
             b.extend_from_slice(&c.contexts.to_le_bytes());
         }
-        if let Some(p) = &self.pack {
-            b.extend_from_slice(&p.id.sha256);
-            b.push(p.id.name.len() as u8);
-            b.extend_from_slice(p.id.name.as_bytes());
-        }
+        self.push_pack_id(&mut b);
         b
     }
 
