@@ -142,7 +142,15 @@ pub(super) fn general(
 /// The context-mixing codec, and LZMA where the block is very redundant.
 fn by_cm(data: &[u8], e: &Estimates, setup: &Setup, best: &mut Best) {
     // The automatic pack is for text: other blocks start fresh.
-    let cm = &setup.cm.for_block(data);
+    let mut cm = setup.cm.for_block(data);
+    let highest = cm.level == *crate::codecs::cm::LEVELS.end();
+    // At the highest level, a block that looks like a 1-bit image gets the bilevel expert.
+    if highest && cm.pack.is_none() {
+        if let Some(width) = crate::codecs::cm::bilevel_rows(data) {
+            cm.to_mut().params.bilevel = width as u32;
+        }
+    }
+    let cm = &cm;
     // The codec declines a payload of more than `CM_MAX_RATIO` bytes per byte, which
     // decoders refuse; should one come, zstd takes the block.
     let codec = Cm {
@@ -158,7 +166,6 @@ fn by_cm(data: &[u8], e: &Estimates, setup: &Setup, best: &mut Best) {
     // level's model, and that kept where smaller: more contexts and the online network cost a
     // little on some small binaries (obj1, sum, a fax bitmap), so the level that asks for the
     // smallest archive never makes a block larger than the default does.
-    let highest = cm.level == *crate::codecs::cm::LEVELS.end();
     if highest && cm.pack.is_none() && cm.params.default_variant().is_some() {
         let mut default = cm.clone().into_owned();
         default.params.default_model = true;

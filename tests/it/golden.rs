@@ -296,6 +296,14 @@ fn cases() -> Vec<Case> {
             level: 9,
         },
         Case {
+            name: "bilevel-at-9.bitmap",
+            input: crate::common::mandelbrot_bitmap(90, 400),
+            codecs: &[Codec::Cm],
+            written: true,
+            base: None,
+            level: 9,
+        },
+        Case {
             name: "delta.safetensors",
             input: stepped(&mixed_tensors()),
             codecs: &[Codec::Delta],

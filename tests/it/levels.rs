@@ -32,6 +32,7 @@ fn level_9_is_never_larger_than_the_default() {
         ("dirname", corpus_file("binary/dirname")),
         ("records", records()),
         ("text", corpus_file("text/sed.1")),
+        ("bitmap", crate::common::mandelbrot_bitmap(90, 400)),
     ] {
         let default = archive(&data, sep::DEFAULT_LEVEL).len();
         for level in [9] {
@@ -52,4 +53,17 @@ fn level_9_is_never_larger_than_the_default() {
             sep::set_kernels(Kernels::detect());
         }
     }
+}
+
+#[test]
+fn level_9_codes_a_bitmap_by_its_pixels() {
+    // A 1-bit image: the bilevel expert (level 9) codes each pixel by those around it on the
+    // rows above, which no byte context sees.
+    let data = crate::common::mandelbrot_bitmap(90, 400);
+    let default = archive(&data, sep::DEFAULT_LEVEL).len();
+    let best = archive(&data, 9).len();
+    assert!(
+        (best as f64) < 0.85 * default as f64,
+        "level 9 {best}, default {default}"
+    );
 }

@@ -1,6 +1,7 @@
 //! The context-mixing codec's block loop: the predictor's bits range-coded lane by lane, the
 //! encoder's coding on a second thread beside the predictor, the decoder's inline.
 
+use super::bilevel::WIDTH_MIN;
 use super::fast::FastPredictor;
 use super::pack::{Geometry, Pack};
 use super::predictor::{Fit, Params, Predictor};
@@ -29,6 +30,9 @@ const SIZED: u8 = 4;
 /// Transforms byte (without `PACKED`): the block is coded with the default level's model
 /// (`Params::default_variant`) rather than the archive's level's.
 const DEFAULT_MODEL: u8 = 8;
+/// Transforms byte (without `PACKED` or `DEFAULT_MODEL`): the bilevel image expert joins the
+/// model, for rows of the length (`u32`) that follows the byte (`Params::bilevel`).
+const BILEVEL: u8 = 16;
 
 /// Reports coded bytes to a progress callback, `PROGRESS_EVERY` or more at a time.
 struct Reporter<'a> {
@@ -94,7 +98,11 @@ pub fn encode(
     // pack, which was trained for the level's model).
     let variant = cfg.default_model.then(|| cfg.default_variant()).flatten();
     let variant = variant.filter(|_| pack.is_none());
-    let cfg = variant.unwrap_or(cfg);
+    let mut cfg = variant.unwrap_or(cfg);
+    // The bilevel expert runs in a block of the level's own model that starts fresh.
+    if pack.is_some() || cfg.fast || cfg.lean {
+        cfg.bilevel = 0;
+    }
     let (mut streams, ws) = match cfg.fast {
         // The fast predictor leaves little work to a coding thread: it codes inline.
         true => {
@@ -112,7 +120,9 @@ pub fn encode(
     // A payload holds at least 1/`CM_MAX_RATIO` of its block (which bounds the work an
     // archive may ask): a block predicted better than that (text a pack has seen) gets zero
     // words after its last lane's stream, which the range decoder reads as the stream's end.
-    let size = 3 + 4 * streams.len() + streams.iter().map(Vec::len).sum::<usize>();
+    let bilevel = cfg.bilevel != 0;
+    let size =
+        3 + 4 * bilevel as usize + 4 * streams.len() + streams.iter().map(Vec::len).sum::<usize>();
     let least = (data.len() as u64 / crate::format::CM_MAX_RATIO) as usize;
     let pad = least.saturating_sub(size).next_multiple_of(4);
     if let Some(last) = streams.last_mut() {
@@ -121,7 +131,16 @@ pub fn encode(
     let mut out = Vec::with_capacity(size + pad);
     let packed = pack.is_some() && !cfg.fast;
     let default_model = if variant.is_some() { DEFAULT_MODEL } else { 0 };
-    out.push(if x86 { X86 } else { 0 } | if packed { PACKED | SIZED } else { 0 } | default_model);
+    let bilevel_flag = if bilevel { BILEVEL } else { 0 };
+    out.push(
+        if x86 { X86 } else { 0 }
+            | if packed { PACKED | SIZED } else { 0 }
+            | default_model
+            | bilevel_flag,
+    );
+    if bilevel {
+        out.extend_from_slice(&cfg.bilevel.to_le_bytes());
+    }
     out.extend_from_slice(&(streams.len() as u16).to_le_bytes());
     for s in &streams {
         out.extend_from_slice(&(s.len() as u32).to_le_bytes());
@@ -297,13 +316,34 @@ fn run(
 }
 
 /// The model the payload's transforms byte `t` says codes the block: the archive's level's
-/// (`cfg`) or the default level's in its place (`Params::default_variant`).
-fn model_of(t: u8, cfg: Params) -> Result<Params> {
-    match t & DEFAULT_MODEL {
-        0 => Ok(cfg),
-        _ => cfg.default_variant().ok_or_else(|| {
-            Error::Corrupt("context-mixing block: a default model where there is none".into())
-        }),
+/// (`cfg`) or the default level's in its place (`Params::default_variant`), with the bilevel
+/// expert for rows of `width` bytes (0: none, as `t` says) where `t` says so.
+fn model_of(t: u8, width: u32, cfg: Params) -> Result<Params> {
+    let corrupt = |what: &str| Err(Error::Corrupt(format!("context-mixing block: {what}")));
+    let mut cfg = match t & DEFAULT_MODEL {
+        0 => cfg,
+        _ => match cfg.default_variant() {
+            Some(v) => v,
+            None => return corrupt("a default model where there is none"),
+        },
+    };
+    if t & BILEVEL != 0 && (cfg.fast || cfg.lean || (width as usize) < WIDTH_MIN) {
+        return corrupt("a bilevel image expert the model may not have");
+    }
+    cfg.bilevel = width;
+    Ok(cfg)
+}
+
+/// The transforms byte of `payload`, the bilevel expert's row length (0: none) and the rest of
+/// the payload; `None` where it is too short.
+fn split_head(payload: &[u8]) -> Option<(u8, u32, &[u8])> {
+    let (&t, rest) = payload.split_first()?;
+    match t & BILEVEL {
+        0 => Some((t, 0, rest)),
+        _ => {
+            let (w, rest) = rest.split_first_chunk::<4>()?;
+            Some((t, u32::from_le_bytes(*w), rest))
+        }
     }
 }
 
@@ -312,7 +352,11 @@ fn model_of(t: u8, cfg: Params) -> Result<Params> {
 fn start(t: u8, cfg: Params, pack: Option<&Pack>) -> Result<Option<(&Pack, Fit)>> {
     let corrupt = |what: &str| Err(Error::Corrupt(format!("context-mixing block: {what}")));
     let both = PACKED | DEFAULT_MODEL;
-    if t & !(X86 | both | SIZED) != 0 || t & (PACKED | SIZED) == SIZED || t & both == both {
+    if t & !(X86 | both | SIZED | BILEVEL) != 0
+        || t & (PACKED | SIZED) == SIZED
+        || t & both == both
+        || (t & BILEVEL != 0 && t & both != 0)
+    {
         return corrupt("unknown transforms");
     }
     let fit = match t & SIZED {
@@ -330,9 +374,8 @@ fn start(t: u8, cfg: Params, pack: Option<&Pack>) -> Result<Option<(&Pack, Fit)>
 /// and the payload: its model's tables, fresh or from the pack (`pack`, the archive's) as the
 /// payload says. 0 for a payload the decoder refuses before allocating.
 pub fn need(payload: &[u8], raw_len: usize, cfg: Params, pack: Option<&Pack>) -> u64 {
-    let Some(Ok((start, cfg))) = payload
-        .first()
-        .map(|&t| start(t, cfg, pack).and_then(|s| Ok((s, model_of(t, cfg)?))))
+    let Some(Ok((start, cfg))) = split_head(payload)
+        .map(|(t, width, _)| start(t, cfg, pack).and_then(|s| Ok((s, model_of(t, width, cfg)?))))
     else {
         return 0;
     };
@@ -355,10 +398,10 @@ pub fn decode(
     out: &mut Vec<u8>,
 ) -> (Result<()>, Workspace) {
     let corrupt = |what: &str| Err(Error::Corrupt(format!("context-mixing block: {what}")));
-    let Some((&t, rest)) = payload.split_first() else {
-        return (corrupt("empty payload"), ws);
+    let Some((t, width, rest)) = split_head(payload) else {
+        return (corrupt("payload too short"), ws);
     };
-    let (pack, cfg) = match start(t, cfg, pack).and_then(|p| Ok((p, model_of(t, cfg)?))) {
+    let (pack, cfg) = match start(t, cfg, pack).and_then(|p| Ok((p, model_of(t, width, cfg)?))) {
         Ok(started) => started,
         Err(e) => return (Err(e), ws),
     };

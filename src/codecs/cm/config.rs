@@ -334,6 +334,7 @@ impl CmConfig {
             lean: flags & 1 != 0,
             fast: flags & 2 != 0,
             default_model: false,
+            bilevel: 0,
         };
         if c.max_lanes == 0
             || c.max_lanes > LANES_MAX

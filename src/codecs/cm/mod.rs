@@ -5,10 +5,13 @@
 //! decoding codes inline, since each prediction needs the bit before it.
 //!
 //! Payload: transforms (`u8`: bit 0, the x86 call transform; bit 1, the model starts from the
-//! archive's pack; bit 2, with bit 1, its tables sized to the block), lane count (`u16`), each lane's coded length (`u32`), then the lanes'
-//! range-coded streams (FORMAT.md, codec 1).
+//! archive's pack; bit 2, with bit 1, its tables sized to the block; bit 3, the default level's
+//! model; bit 4, the bilevel image expert, whose row length (`u32`) follows), lane count
+//! (`u16`), each lane's coded length (`u32`), then the lanes' range-coded streams (FORMAT.md,
+//! codec 1).
 
 mod backend;
+mod bilevel;
 mod coding;
 mod config;
 mod experts;
@@ -21,6 +24,7 @@ mod states;
 mod tables;
 
 pub use backend::{Arena, Backend, CpuBackend};
+pub use bilevel::detect as bilevel_rows;
 pub use coding::{decode, encode, need, train};
 pub use config::{looks_like_text, CmConfig, DEFAULT_LEVEL, LEVELS};
 pub use pack::{Geometry, Pack, PackId};

@@ -7,6 +7,7 @@
 //! (orders 0, 1 and 2). Everything trains online, one byte per lane per step, and the decoder
 //! replays it exactly. Lanes share all statistics and are processed in lane order.
 
+use super::bilevel::{Bilevel, Windows, BILEVEL_SETS, N_BILEVEL, WIDTH_MIN};
 use super::experts::{back, context_hash, select, ContextKind, LaneState, MatchTable, MAX_HASHED};
 use super::mixing::{counter_p12, counter_update, stretch_table, Apm, Mixer, COUNTER_INIT};
 use super::net_inputs::{NetInputs, NET_BUCKETS, N_NET};
@@ -23,7 +24,7 @@ use std::sync::Arc;
 /// strength, chain.
 const N_EXTRA: usize = 7;
 /// Most mixer inputs.
-const MAX_IN: usize = MAX_HASHED + N_EXTRA + N_NET;
+const MAX_IN: usize = MAX_HASHED + N_EXTRA + N_NET + N_BILEVEL;
 /// Learning rate of the chain's weights.
 const CHAIN_LR: f32 = 0.02;
 /// Bytes at the end of a pack's history that lane 0 reads as if coding them (`prime`).
@@ -58,6 +59,10 @@ pub struct Params {
     /// encoder's choice for one block, which the payload's transforms byte records (never in
     /// the archive's configuration).
     pub default_model: bool,
+    /// Row length (bytes) of the bilevel image expert (`bilevel`) that joins the mixers (0:
+    /// none): the encoder's choice for one block that starts fresh, which the payload's
+    /// transforms byte records (never in the archive's configuration).
+    pub bilevel: u32,
 }
 
 impl Params {
@@ -72,9 +77,12 @@ impl Params {
                 ..self.net
             },
             default_model: false,
+            bilevel: 0,
             ..self
         };
-        let same = variant.contexts == self.contexts && variant.net.hidden == self.net.hidden;
+        let same = variant.contexts == self.contexts
+            && variant.net.hidden == self.net.hidden
+            && self.bilevel == 0;
         let larger = self.contexts & DEFAULT_CONTEXTS == DEFAULT_CONTEXTS;
         (!self.fast && !self.lean && larger && !same).then_some(variant)
     }
@@ -99,6 +107,7 @@ impl Default for Params {
             },
             network: true,
             default_model: false,
+            bilevel: 0,
             contexts: DEFAULT_CONTEXTS,
             lean: false,
             fast: false,
@@ -129,6 +138,8 @@ struct LaneBits {
     match_bucket: usize,
     /// Position in the lane modulo 4.
     pos_mod: u32,
+    /// The pixels around the byte, for the bilevel image expert.
+    pixels: Windows,
 }
 
 /// The predictor state of one block.
@@ -170,6 +181,8 @@ pub struct Predictor {
     chain_at: Vec<(usize, f32, f32)>,
     /// The network and what the mixers take of it.
     net: NetInputs,
+    /// The bilevel image expert and the mixer its pixels select, where the model has them.
+    bilevel: Option<(Bilevel, Mixer)>,
 }
 
 /// The bit histories in `slots` of the contexts' slots `slot` at nibble node `nib` (0 past
@@ -369,11 +382,16 @@ impl Predictor {
         let hist = history + len;
         let order2 = 256usize << tables.order2_bits;
         let net_maps = NetInputs::bytes_for(pack.is_some_and(|(p, _)| p.network.is_some()));
+        let bilevel = match cfg.bilevel != 0 && pack.is_none() {
+            true => Bilevel::bytes() + 4 * BILEVEL_SETS * MAX_IN,
+            false => 0,
+        };
         (tables.slots * SLOT
             + hist
             + MatchTable::bytes_for(hist)
             + Apm::bytes_for(65536 + order2)
-            + net_maps) as u64
+            + net_maps
+            + bilevel) as u64
             + FIXED_MAX
     }
 
@@ -506,6 +524,10 @@ impl Predictor {
             true => (n + N_EXTRA + N_NET, NET_BUCKETS),
             false => (n + N_EXTRA, 1),
         };
+        // The bilevel expert's inputs follow the others in every mixer.
+        let width = cfg.bilevel as usize;
+        let with_bilevel = width >= WIDTH_MIN && geometry.is_none() && !cfg.lean;
+        let n_in = n_in + with_bilevel as usize * N_BILEVEL;
         let stages = if cfg.lean { 0 } else { orders };
         let Tables {
             slots: n_slots,
@@ -522,6 +544,7 @@ impl Predictor {
             match_ok: false,
             match_bucket: 0,
             pos_mod: 0,
+            pixels: Windows::default(),
         };
         let lr = cfg.mix_lr as f32 * 1e-4;
         let lr0 = cfg.mix_lr_start as f32 * 1e-4;
@@ -549,7 +572,7 @@ impl Predictor {
             mix_c: Mixer::new(n_in, 256 * 4, lr, lr0, 0.3),
             mix_d: Mixer::new(n_in, 8 * 8 * 4 * buckets, lr, lr0, 0.3),
             mix_final: Mixer::new(
-                4 + net.shaped() as usize,
+                4 + net.shaped() as usize + with_bilevel as usize,
                 256 * buckets,
                 lr * 0.5,
                 lr0 * 0.5,
@@ -564,6 +587,12 @@ impl Predictor {
             chain_w: vec![[1.0, 0.0]; stages * 256],
             chain_at: vec![(0, 0.0, 0.0); stages],
             net,
+            bilevel: with_bilevel.then(|| {
+                (
+                    Bilevel::new(width),
+                    Mixer::new(n_in, BILEVEL_SETS, lr, lr0, 0.3),
+                )
+            }),
         }
     }
 
@@ -597,6 +626,9 @@ impl Predictor {
 
             lb.match_bucket = if lb.match_ok { ls.bucket() } else { 0 };
             lb.pos_mod = ((pos - start) & 3) as u32;
+            if let Some((expert, _)) = &self.bilevel {
+                lb.pixels = expert.windows(&self.hist, start, pos);
+            }
             self.net.set_match(l, (lb.match_byte, lb.match_bucket));
         }
         self.net.forward(&self.hist, &lanes, step, active);
@@ -690,6 +722,24 @@ impl Predictor {
             x[n + N_EXTRA..n + N_EXTRA + N_NET].copy_from_slice(&net.extra);
         }
         x[n + 4] = 0.25;
+        let n_base = n + N_EXTRA + self.net.shaped() as usize * N_NET;
+        let mut bilevel_out = None;
+        let mut final_sel = lb.c0 as usize;
+        if let Some((expert, mixer)) = self.bilevel.as_mut() {
+            expert.predict(
+                &lb.pixels,
+                lb.c0,
+                bitpos,
+                &mut x[n_base..n_base + N_BILEVEL],
+            );
+            let sel = Bilevel::select(&lb.pixels, lb.c0, bitpos);
+            bilevel_out = Some(mixer.mix(x, sel).0);
+            // The pixels select the final mixer's set among those the partial byte selects
+            // otherwise, which have learnt from the block's first row.
+            if sel != 0 {
+                final_sel = sel;
+            }
+        }
         let (sa, pa) = self.mix_a.mix(x, lb.c0 as usize);
         if self.lean {
             let p16 = to_p16(pa);
@@ -705,15 +755,21 @@ impl Predictor {
             x,
             novelty + (lb.match_bucket > 0) as usize * 2 + (lb.b1 >= 128) as usize,
         );
-        let (s, _) = self.mix_final.mix(
-            &[sa, sb, sc, sd, x[n + 3]],
-            net.bucket << 8 | lb.c0 as usize,
-        );
+        // The first layer's outputs, then the network's where it is shaped, then the bilevel
+        // mixer's where there is one.
+        let mut first = [sa, sb, sc, sd, 0.0, 0.0];
+        let net_at = 4 + self.net.shaped() as usize;
+        first[4] = x[n + 3];
+        first[net_at] = bilevel_out.unwrap_or(first[net_at]);
+        let (s, _) = self.mix_final.mix(&first, net.bucket << 8 | final_sel);
         let p16 = to_p16(super::mixing::squash(s));
         let pa = self.apm_a.refine(s, net.bucket << 8 | lb.c0 as usize);
         let pb = self.apm_b.refine(s, (lb.c0 | lb.b1 << 8) as usize);
         let pc = self.apm_c.refine(s, (lb.c0 | lb.h2) as usize);
-        ((p16 * 2 + pa + pb + 2 * pc) / 6).clamp(1, 65535)
+        match self.bilevel.as_mut().and_then(|(e, _)| e.refine(s)) {
+            Some(pd) => ((p16 * 2 + pa + pb + 2 * pc + 2 * pd) / 8).clamp(1, 65535),
+            None => ((p16 * 2 + pa + pb + 2 * pc) / 6).clamp(1, 65535),
+        }
     }
 
     /// Learns lane `l`'s bit (after `predict_bit`).
@@ -756,6 +812,10 @@ impl Predictor {
         self.mix_a.update(b);
         self.apm_b.update(b);
         self.net.update(b);
+        if let Some((expert, mixer)) = self.bilevel.as_mut() {
+            expert.update(b);
+            mixer.update(b);
+        }
         if !self.lean {
             self.mix_b.update(b);
             self.mix_c.update(b);
