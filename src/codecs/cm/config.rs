@@ -7,17 +7,37 @@ use crate::codecs::net::NetConfig;
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
-/// Share of bytes in a text (printable ASCII, tabs, line ends, and any byte of 128 or more,
-/// as in UTF-8) at or above which data looks like text: binaries measured here stay under
+/// Share of bytes in a text (printable ASCII, tabs, line ends, and the bytes of well-formed
+/// UTF-8 sequences) at or above which data looks like text: binaries measured here stay under
 /// three quarters, a terminal transcript with escape sequences is above nine tenths.
 const TEXT_MIN: f64 = 0.85;
 
-/// Whether `data` looks like text, for the choice of a text pack.
+/// Whether `data` looks like text, for the choice of a text pack. Bytes of 128 or more count
+/// only within UTF-8 sequences: a raster of light pixels (runs of 255) is no text.
 pub fn looks_like_text(data: &[u8]) -> bool {
-    let texty = data
-        .iter()
-        .filter(|&&b| matches!(b, b'\t' | b'\n' | b'\r' | 0x20..=0x7e | 0x80..))
-        .count();
+    let mut texty = 0;
+    let mut i = 0;
+    while i < data.len() {
+        let b = data[i];
+        let len = match b {
+            b'\t' | b'\n' | b'\r' | 0x20..=0x7e => 1,
+            0xc2..=0xdf => 2,
+            0xe0..=0xef => 3,
+            0xf0..=0xf4 => 4,
+            _ => 0,
+        };
+        let whole = len > 0
+            && data
+                .get(i + 1..i + len)
+                .is_some_and(|rest| rest.iter().all(|&c| c & 0xc0 == 0x80));
+        match whole {
+            true => {
+                texty += len;
+                i += len;
+            }
+            false => i += 1,
+        }
+    }
     !data.is_empty() && texty as f64 >= TEXT_MIN * data.len() as f64
 }
 
@@ -494,6 +514,24 @@ mod tests {
         assert!(CmConfig::from_bytes(&fast).is_err());
         fast[1] = 9;
         assert!(CmConfig::from_bytes(&fast).is_ok());
+    }
+
+    #[test]
+    fn text_is_ascii_or_utf8_and_light_pixels_are_not() {
+        let prose = "Grüße aus Köln: 北京的天气很好, naïve café.\n".repeat(50);
+        assert!(looks_like_text(prose.as_bytes()));
+        // Latin-1 text: its few accented bytes are not UTF-8, the rest carries it.
+        let latin1: Vec<u8> = b"Le caf\xe9 est ferm\xe9 le dimanche matin.\n".repeat(50);
+        assert!(looks_like_text(&latin1));
+        // Rows of an RGB screenshot: white runs with dark pixels, every byte printable or 255.
+        let row: Vec<u8> = (0..300u32)
+            .flat_map(|x| match x % 37 {
+                0..=2 => [0x33, 0x44, 0x55],
+                _ => [0xff, 0xff, 0xff],
+            })
+            .collect();
+        assert!(!looks_like_text(&row.repeat(20)));
+        assert!(!looks_like_text(&[]));
     }
 
     #[test]
