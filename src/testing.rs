@@ -64,3 +64,29 @@ pub fn smooth_raster(rows: usize, cols: usize) -> Vec<u8> {
     }
     data
 }
+
+/// A 1-bit image of the Mandelbrot set, `width` bytes by `rows`, pixels most significant bit
+/// first, as a fax or a headerless bitmap: black where the orbit escapes after an odd number
+/// of steps (bands around the set), or stays bounded for 48.
+pub fn mandelbrot_bitmap(width: usize, rows: usize) -> Vec<u8> {
+    let px = width * 8;
+    let mut out = vec![0u8; width * rows];
+    for y in 0..rows {
+        for x in 0..px {
+            let c = (
+                -2.2 + 3.0 * x as f64 / px as f64,
+                -1.2 + 2.4 * y as f64 / rows as f64,
+            );
+            let mut z = (0.0f64, 0.0f64);
+            let steps = (0..48)
+                .take_while(|_| {
+                    z = (z.0 * z.0 - z.1 * z.1 + c.0, 2.0 * z.0 * z.1 + c.1);
+                    z.0 * z.0 + z.1 * z.1 < 4.0
+                })
+                .count();
+            let black = steps == 48 || steps % 2 == 1;
+            out[y * width + x / 8] |= (black as u8) << (7 - x % 8);
+        }
+    }
+    out
+}

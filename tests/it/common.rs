@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 // The generators the library's unit tests use, from the same file.
 #[path = "../../src/testing.rs"]
 mod testing;
-pub use testing::{smooth_field, smooth_raster, stft_basis, xorshift};
+pub use testing::{mandelbrot_bitmap, smooth_field, smooth_raster, stft_basis, xorshift};
 
 /// Result of one run of the binary.
 pub struct Run {
@@ -400,28 +400,16 @@ pub fn crafted(
     out
 }
 
-/// A 1-bit image of the Mandelbrot set, `width` bytes by `rows`, pixels most significant bit
-/// first, as a fax or a headerless bitmap: black where the orbit escapes after an odd number
-/// of steps (bands around the set), or stays bounded for 48.
-pub fn mandelbrot_bitmap(width: usize, rows: usize) -> Vec<u8> {
-    let px = width * 8;
-    let mut out = vec![0u8; width * rows];
-    for y in 0..rows {
-        for x in 0..px {
-            let c = (
-                -2.2 + 3.0 * x as f64 / px as f64,
-                -1.2 + 2.4 * y as f64 / rows as f64,
-            );
-            let mut z = (0.0f64, 0.0f64);
-            let steps = (0..48)
-                .take_while(|_| {
-                    z = (z.0 * z.0 - z.1 * z.1 + c.0, 2.0 * z.0 * z.1 + c.1);
-                    z.0 * z.0 + z.1 * z.1 < 4.0
-                })
-                .count();
-            let black = steps == 48 || steps % 2 == 1;
-            out[y * width + x / 8] |= (black as u8) << (7 - x % 8);
-        }
+/// Decodes `archive` in memory at each of `runs`' thread counts and kernel levels, checking
+/// that it gives `data` back (`what` names the case in a failure); leaves the kernels detected.
+pub fn decodes_in_memory(archive: &[u8], data: &[u8], runs: &[(usize, sep::Kernels)], what: &str) {
+    for &(threads, kernels) in runs {
+        sep::set_kernels(kernels);
+        let mut o = sep::Options::default();
+        o.threads = threads;
+        let mut out = Vec::new();
+        sep::decompress_to_vec(archive, &mut out, &o).unwrap();
+        assert!(out == data, "{what}: {threads} threads, {kernels:?}");
     }
-    out
+    sep::set_kernels(sep::Kernels::detect());
 }

@@ -92,15 +92,8 @@ fn deflate_streams_inside_other_data_are_found_and_rebuilt() {
         "{:?}",
         deflated[0]
     );
-    for (threads, kernels) in [(1, Kernels::Scalar), (2, Kernels::detect())] {
-        sep::set_kernels(kernels);
-        let mut opts = Options::default();
-        opts.threads = threads;
-        let mut out = Vec::new();
-        sep::decompress_to_vec(&archive, &mut out, &opts).unwrap();
-        assert!(out == input, "{threads} threads, {kernels:?}");
-    }
-    sep::set_kernels(Kernels::detect());
+    let runs = [(1, Kernels::Scalar), (2, Kernels::detect())];
+    decodes_in_memory(&archive, &input, &runs, "gzip, zip and PDF streams");
 }
 
 #[test]
@@ -123,15 +116,8 @@ fn a_png_in_a_tar_comes_back_exactly_with_its_chunks() {
     assert!(info.blocks.iter().any(|b| b.codec == Codec::Deflate));
     // The picture's data inflated and modelled: smaller than the PNG it came in.
     assert!(archive.len() < png.len() + 2000, "{}", archive.len());
-    for (threads, kernels) in [(2, Kernels::Scalar), (1, Kernels::detect())] {
-        sep::set_kernels(kernels);
-        let mut opts = Options::default();
-        opts.threads = threads;
-        let mut out = Vec::new();
-        sep::decompress_to_vec(&archive, &mut out, &opts).unwrap();
-        assert!(out == input, "{threads} threads, {kernels:?}");
-    }
-    sep::set_kernels(Kernels::detect());
+    let runs = [(2, Kernels::Scalar), (1, Kernels::detect())];
+    decodes_in_memory(&archive, &input, &runs, "a PNG in a tar");
 }
 
 #[test]

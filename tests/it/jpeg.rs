@@ -49,13 +49,6 @@ fn jpegs_inside_other_data_are_found_and_recompressed() {
         let found = coded.iter().find(|(n, _)| *n == p.len() as u64);
         assert_eq!(found.map(|f| f.1 == Codec::Jpeg), Some(jpeg), "{coded:?}");
     }
-    for (threads, kernels) in [(1, Kernels::Scalar), (3, Kernels::detect())] {
-        sep::set_kernels(kernels);
-        let mut o = Options::default();
-        o.threads = threads;
-        let mut out = Vec::new();
-        sep::decompress_to_vec(&archive, &mut out, &o).unwrap();
-        assert!(out == input, "{threads} threads, {kernels:?}");
-    }
-    sep::set_kernels(Kernels::detect());
+    let runs = [(1, Kernels::Scalar), (3, Kernels::detect())];
+    decodes_in_memory(&archive, &input, &runs, "photos among other data");
 }

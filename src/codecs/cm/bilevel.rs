@@ -267,6 +267,7 @@ fn cost(data: &[u8], width: usize, above: bool) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{mandelbrot_bitmap, xorshift};
 
     #[test]
     fn windows_read_the_pixels_around_the_predicted_one() {
@@ -312,41 +313,14 @@ mod tests {
         assert!(cost < 40.0, "{cost} bits for 99 bytes");
     }
 
-    /// A 1-bit image of the Mandelbrot set, `width` bytes by `rows`: black where the orbit
-    /// stays bounded for 24 steps.
-    fn mandelbrot(width: usize, rows: usize) -> Vec<u8> {
-        let px = width * 8;
-        let mut out = vec![0u8; width * rows];
-        for y in 0..rows {
-            for x in 0..px {
-                let c = (
-                    -2.2 + 3.0 * x as f64 / px as f64,
-                    -1.2 + 2.4 * y as f64 / rows as f64,
-                );
-                let mut z = (0.0f64, 0.0f64);
-                let inside = (0..24).all(|_| {
-                    z = (z.0 * z.0 - z.1 * z.1 + c.0, 2.0 * z.0 * z.1 + c.1);
-                    z.0 * z.0 + z.1 * z.1 < 4.0
-                });
-                out[y * width + x / 8] |= (inside as u8) << (7 - x % 8);
-            }
-        }
-        out
-    }
-
     #[test]
     fn detect_finds_an_image_and_its_rows_only() {
         for width in [20, 57, 100] {
-            assert_eq!(detect(&mandelbrot(width, 240)), Some(width));
+            assert_eq!(detect(&mandelbrot_bitmap(width, 240)), Some(width));
         }
         // Text, noise and a run of one byte are no images.
         let mut x = 0x5eedu64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x >> 32
-        };
+        let mut next = move || xorshift(&mut x) >> 32;
         let noise: Vec<u8> = (0..30_000).map(|_| next() as u8).collect();
         assert_eq!(detect(&noise), None);
         let words = [
