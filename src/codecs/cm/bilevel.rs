@@ -231,33 +231,35 @@ pub fn detect(data: &[u8]) -> Option<usize> {
         }
     }
     let width = (WIDTH_MIN..=longest).max_by_key(|&d| (votes[d], std::cmp::Reverse(d)))?;
-    let (above, row) = (cost(data, width, true), cost(data, width, false));
+    let [above, row] = costs(data, width);
     (above < GAIN * row).then_some(width)
 }
 
-/// Bits an adaptive model of each pixel of `data` (rows of `width` bytes) costs, by twelve
-/// neighbours: on the rows above and its own (`above`), or before it on its row.
-fn cost(data: &[u8], width: usize, above: bool) -> f64 {
+/// Bits two adaptive models of each pixel of `data` (rows of `width` bytes) cost, each by
+/// twelve neighbours: on the rows above and its own, and before it on its row.
+fn costs(data: &[u8], width: usize) -> [f64; 2] {
     let log: Vec<f64> = (0..4096)
         .map(|p| -((p.max(1) as f64) / 4096.0).log2())
         .collect();
-    let mut p = vec![2048u32; 4096];
-    let mut total = 0.0;
+    let mut p = [vec![2048u32; 4096], vec![2048u32; 4096]];
+    let mut total = [0.0; 2];
     for pos in width..data.len() {
         let w = Windows::at(data, 0, pos, width);
         let mut c0 = 1;
         for k in 0..8 {
-            let ctx = match above {
-                true => w.before(c0, k, 4) << 8 | w.run(0, k, 2) << 3 | w.run(1, k, 1),
-                false => w.before(c0, k, 12),
-            } as usize;
+            let ctx = [
+                w.before(c0, k, 4) << 8 | w.run(0, k, 2) << 3 | w.run(1, k, 1),
+                w.before(c0, k, 12),
+            ];
             let bit = (data[pos] >> (7 - k)) as u32 & 1;
-            let q = &mut p[ctx];
-            total += match bit {
-                1 => log[*q as usize],
-                _ => log[4096 - *q as usize],
-            };
-            *q = (*q as i32 + (((bit << 12) as i32 - *q as i32) >> 4)).clamp(1, 4095) as u32;
+            for ((p, t), c) in p.iter_mut().zip(&mut total).zip(ctx) {
+                let q = &mut p[c as usize];
+                *t += match bit {
+                    1 => log[*q as usize],
+                    _ => log[4096 - *q as usize],
+                };
+                *q = (*q as i32 + (((bit << 12) as i32 - *q as i32) >> 4)).clamp(1, 4095) as u32;
+            }
             c0 = c0 << 1 | bit;
         }
     }
