@@ -15,29 +15,11 @@ const TEXT_MIN: f64 = 0.85;
 /// Whether `data` looks like text, for the choice of a text pack. Bytes of 128 or more count
 /// only within UTF-8 sequences: a raster of light pixels (runs of 255) is no text.
 pub fn looks_like_text(data: &[u8]) -> bool {
-    let mut texty = 0;
-    let mut i = 0;
-    while i < data.len() {
-        let b = data[i];
-        let len = match b {
-            b'\t' | b'\n' | b'\r' | 0x20..=0x7e => 1,
-            0xc2..=0xdf => 2,
-            0xe0..=0xef => 3,
-            0xf0..=0xf4 => 4,
-            _ => 0,
-        };
-        let whole = len > 0
-            && data
-                .get(i + 1..i + len)
-                .is_some_and(|rest| rest.iter().all(|&c| c & 0xc0 == 0x80));
-        match whole {
-            true => {
-                texty += len;
-                i += len;
-            }
-            false => i += 1,
-        }
-    }
+    let texty = data
+        .utf8_chunks()
+        .flat_map(|chunk| chunk.valid().bytes())
+        .filter(|&b| matches!(b, b'\t' | b'\n' | b'\r' | 0x20..=0x7e | 0x80..))
+        .count();
     !data.is_empty() && texty as f64 >= TEXT_MIN * data.len() as f64
 }
 
