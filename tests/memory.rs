@@ -146,6 +146,11 @@ fn decoding_holds_what_it_reserves_and_refuses_what_does_not_fit() {
     ));
     cases.push(("executable", text("binary/xargs"), opts(&|_| {})));
     cases.push((
+        "executable, level 9 (the wide model)",
+        text("binary/xargs"),
+        opts(&|o| o.level = 9),
+    ));
+    cases.push((
         "tensors, f32",
         text("tensors/ppocr-cls.f32.safetensors"),
         opts(&|_| {}),

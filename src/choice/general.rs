@@ -144,8 +144,10 @@ fn by_cm(data: &[u8], e: &Estimates, setup: &Setup, best: &mut Best) {
     // The automatic pack is for text: other blocks start fresh.
     let mut cm = setup.cm.for_block(data);
     let highest = cm.level == *crate::codecs::cm::LEVELS.end();
-    // At the highest level, a block that looks like a 1-bit image gets the bilevel expert.
+    // At the highest level, a block that starts fresh gets the wide model, and the bilevel
+    // expert where it looks like a 1-bit image.
     if highest && cm.pack.is_none() {
+        cm.to_mut().params.wide = true;
         if let Some(width) = crate::codecs::cm::bilevel_rows(data) {
             cm.to_mut().params.bilevel = width as u32;
         }

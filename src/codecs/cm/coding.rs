@@ -33,6 +33,8 @@ const DEFAULT_MODEL: u8 = 8;
 /// Transforms byte (without `PACKED` or `DEFAULT_MODEL`): the bilevel image expert joins the
 /// model, for rows of the length (`u32`) that follows the byte (`Params::bilevel`).
 const BILEVEL: u8 = 16;
+/// Transforms byte (without `PACKED` or `DEFAULT_MODEL`): the wide model (`Params::wide`).
+const WIDE: u8 = 32;
 
 /// Reports coded bytes to a progress callback, `PROGRESS_EVERY` or more at a time.
 struct Reporter<'a> {
@@ -99,9 +101,11 @@ pub fn encode(
     let variant = cfg.default_model.then(|| cfg.default_variant()).flatten();
     let variant = variant.filter(|_| pack.is_none());
     let mut cfg = variant.unwrap_or(cfg);
-    // The bilevel expert runs in a block of the level's own model that starts fresh.
+    // The bilevel expert and the wide model run in a block of the level's own model that
+    // starts fresh.
     if pack.is_some() || cfg.fast || cfg.lean {
         cfg.bilevel = 0;
+        cfg.wide = false;
     }
     let (mut streams, ws) = match cfg.fast {
         // The fast predictor leaves little work to a coding thread: it codes inline.
@@ -136,7 +140,8 @@ pub fn encode(
         if x86 { X86 } else { 0 }
             | if packed { PACKED | SIZED } else { 0 }
             | default_model
-            | bilevel_flag,
+            | bilevel_flag
+            | if cfg.wide { WIDE } else { 0 },
     );
     if bilevel {
         out.extend_from_slice(&cfg.bilevel.to_le_bytes());
@@ -317,7 +322,7 @@ fn run(
 
 /// The model the payload's transforms byte `t` says codes the block: the archive's level's
 /// (`cfg`) or the default level's in its place (`Params::default_variant`), with the bilevel
-/// expert for rows of `width` bytes (0: none, as `t` says) where `t` says so.
+/// expert for rows of `width` bytes (0: none, as `t` says) and wide where `t` says so.
 fn model_of(t: u8, width: u32, cfg: Params) -> Result<Params> {
     let corrupt = |what: &str| Err(Error::Corrupt(format!("context-mixing block: {what}")));
     let mut cfg = match t & DEFAULT_MODEL {
@@ -330,7 +335,11 @@ fn model_of(t: u8, width: u32, cfg: Params) -> Result<Params> {
     if t & BILEVEL != 0 && (cfg.fast || cfg.lean || (width as usize) < WIDTH_MIN) {
         return corrupt("a bilevel image expert the model may not have");
     }
+    if t & WIDE != 0 && (cfg.fast || cfg.lean) {
+        return corrupt("a wide model of the fastest levels");
+    }
     cfg.bilevel = width;
+    cfg.wide = t & WIDE != 0;
     Ok(cfg)
 }
 
@@ -352,10 +361,10 @@ fn split_head(payload: &[u8]) -> Option<(u8, u32, &[u8])> {
 fn start(t: u8, cfg: Params, pack: Option<&Pack>) -> Result<Option<(&Pack, Fit)>> {
     let corrupt = |what: &str| Err(Error::Corrupt(format!("context-mixing block: {what}")));
     let both = PACKED | DEFAULT_MODEL;
-    if t & !(X86 | both | SIZED | BILEVEL) != 0
+    if t & !(X86 | both | SIZED | BILEVEL | WIDE) != 0
         || t & (PACKED | SIZED) == SIZED
         || t & both == both
-        || (t & BILEVEL != 0 && t & both != 0)
+        || (t & (BILEVEL | WIDE) != 0 && t & both != 0)
     {
         return corrupt("unknown transforms");
     }
@@ -508,4 +517,23 @@ fn decode_with(
     }
     reported.finish();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wide_model_is_only_a_fresh_block_of_the_levels_own_model() {
+        let nine = super::super::CmConfig::for_level(9).params;
+        assert!(matches!(start(WIDE, nine, None), Ok(None)));
+        assert!(model_of(WIDE, 0, nine).is_ok_and(|p| p.wide));
+        assert!(model_of(0, 0, nine).is_ok_and(|p| !p.wide));
+        // Not with the default level's model, nor from a pack.
+        assert!(start(WIDE | DEFAULT_MODEL, nine, None).is_err());
+        assert!(start(WIDE | PACKED | SIZED, nine, None).is_err());
+        // Nor in the fastest levels' models.
+        let one = super::super::CmConfig::for_level(1).params;
+        assert!(model_of(WIDE, 0, one).is_err());
+    }
 }

@@ -1,6 +1,6 @@
 //! The context-mixing codec's configuration as recorded in the archive header.
 
-use super::experts::MAX_HASHED;
+use super::experts::CATALOGUE_LEN;
 use super::pack::{Pack, PackId, NAME_MAX};
 use super::predictor::{Params, Predictor, DEFAULT_CONTEXTS};
 use crate::codecs::net::NetConfig;
@@ -337,6 +337,7 @@ impl CmConfig {
             fast: flags & 2 != 0,
             default_model: false,
             bilevel: 0,
+            wide: false,
         };
         if c.max_lanes == 0
             || c.max_lanes > LANES_MAX
@@ -344,7 +345,7 @@ impl CmConfig {
             || c.net.hidden > HIDDEN_MAX
             || !LEVELS.contains(&level)
             || c.contexts == 0
-            || c.contexts >> MAX_HASHED != 0
+            || c.contexts >> CATALOGUE_LEN != 0
             || flags & !31 != 0
             || flags & 3 == 3
             || (c.fast && pack.is_some())

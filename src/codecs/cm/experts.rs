@@ -1,5 +1,5 @@
-//! Contexts of the experts: which earlier bytes select statistics (orders, words, sparse byte
-//! patterns), and the long-range match model.
+//! Contexts of the experts: which earlier bytes select statistics (orders, words, sparse and
+//! masked byte patterns, indirect contexts), and the long-range match model.
 use super::tables::refill;
 
 /// A hashed context: which earlier bytes (or which words) select the statistics.
@@ -25,12 +25,22 @@ pub enum ContextKind {
     Column,
     /// The byte one record above and the byte before the predicted one.
     ColumnLeft,
+    /// The `n` bytes before the predicted one (1 to 3; of the third, its low nibble) and the
+    /// two bytes that followed them the last two times they occurred: what came after this
+    /// before.
+    Indirect(usize),
+    /// The eight bytes before the predicted one, masked (byte i back in bits 8(i-1)..8i).
+    Masked(u64),
+    /// The byte the match model expects (or none) with its match-length bucket (0) or with
+    /// the byte before (1); the predictor hashes it, once the match is known
+    /// (`expected_hash`).
+    Expected(usize),
 }
 
 /// Every hashed context a model may use. A model names its contexts by their places here (a
 /// bit mask, recorded in the archive) and salts each context's hash with its place, so this
 /// list only ever grows at the end.
-pub const CATALOGUE: [ContextKind; MAX_HASHED] = [
+pub const CATALOGUE: [ContextKind; CATALOGUE_LEN] = [
     ContextKind::Order(2),
     ContextKind::Order(3),
     ContextKind::Order(4),
@@ -56,15 +66,60 @@ pub const CATALOGUE: [ContextKind; MAX_HASHED] = [
     ContextKind::Aligned(4),
     ContextKind::Sparse(0b1110),
 ];
-/// Most hashed contexts of a model (the catalogue's length).
-pub const MAX_HASHED: usize = 24;
+/// The catalogue's length: the bits a context mask may have.
+pub const CATALOGUE_LEN: usize = 24;
 
-/// The contexts of mask `mask` (bit i: the catalogue's context i), each with its place in the
-/// catalogue: the orders first, shortest first (the refinement chain's stages), then the
-/// rest in catalogue order. Also returns how many are orders.
-pub fn select(mask: u32) -> (Vec<(ContextKind, usize)>, usize) {
-    let chosen = (0..MAX_HASHED).filter(|&i| mask >> i & 1 != 0);
-    let order_len = |i: usize| match CATALOGUE[i] {
+/// The contexts the wide model adds to its level's (`Params::wide`), at places
+/// `CATALOGUE_LEN` on (which salt their hashes): indirect contexts, sparse and masked byte
+/// patterns of binary data (single bytes further back, pairs, high nibbles, top bits), the
+/// order-1 history, and the match model's expected byte.
+pub const WIDE: [ContextKind; 26] = [
+    ContextKind::Indirect(1),
+    ContextKind::Indirect(2),
+    ContextKind::Sparse(0b101),
+    ContextKind::Sparse(0b1000),
+    ContextKind::Order(1),
+    ContextKind::Sparse(0b1010),
+    ContextKind::Sparse(0b11_0000),
+    ContextKind::Indirect(3),
+    ContextKind::Masked(0xff << 32),
+    ContextKind::Masked(0xff << 40),
+    ContextKind::Masked(0xff << 56),
+    ContextKind::Masked(0xffff << 48),
+    ContextKind::Masked(0xffff << 8),
+    ContextKind::Masked(0xffff << 24),
+    ContextKind::Masked(0xf0f0_f0f0),
+    ContextKind::Masked(0xf0f0_f0f0_f0f0_f0f0),
+    ContextKind::Masked(0xf0_f0ff),
+    ContextKind::Masked(0xff_00ff_00ff),
+    ContextKind::Masked(0xff00_ff00_ff00),
+    ContextKind::Masked(0xfcfc_fcfc),
+    ContextKind::Masked(0xff_ff00_00ff),
+    ContextKind::Masked(0xc0c0_c0c0_c0c0_c0c0),
+    ContextKind::Masked(0xffff_ffff_0000),
+    ContextKind::Masked(0xff_0000_ff00),
+    ContextKind::Expected(0),
+    ContextKind::Expected(1),
+];
+
+/// Most hashed contexts of a model: the catalogue and the wide model's.
+pub const MAX_HASHED: usize = CATALOGUE_LEN + WIDE.len();
+
+/// The context at place `i`: the catalogue's, then the wide model's.
+fn at_place(i: usize) -> ContextKind {
+    match i.checked_sub(CATALOGUE_LEN) {
+        None => CATALOGUE[i],
+        Some(w) => WIDE[w],
+    }
+}
+
+/// The contexts of mask `mask` (bit i: the catalogue's context i), with the wide model's
+/// where `wide`, each with its place: the orders first, shortest first (the refinement
+/// chain's stages), then the rest by place. Also returns how many are orders.
+pub fn select(mask: u32, wide: bool) -> (Vec<(ContextKind, usize)>, usize) {
+    let places = if wide { MAX_HASHED } else { CATALOGUE_LEN };
+    let chosen = (0..places).filter(|&i| i >= CATALOGUE_LEN || mask >> i & 1 != 0);
+    let order_len = |i: usize| match at_place(i) {
         ContextKind::Order(n) => Some(n),
         _ => None,
     };
@@ -74,7 +129,7 @@ pub fn select(mask: u32) -> (Vec<(ContextKind, usize)>, usize) {
     let list = orders
         .into_iter()
         .chain(chosen.filter(|&i| order_len(i).is_none()))
-        .map(|i| (CATALOGUE[i], i))
+        .map(|i| (at_place(i), i))
         .collect();
     (list, n_orders)
 }
@@ -105,6 +160,10 @@ pub struct LaneState {
     rec_count: u32,
     last_pos: [u32; 256],
     last_dist: [u32; 256],
+    /// The indirect contexts' table (empty in a model without them, `with_indirect`): per
+    /// byte value, per pair of them and per pair with the low nibble of the byte before, the
+    /// two bytes that followed their last two occurrences.
+    after: Vec<u16>,
 }
 
 impl Default for LaneState {
@@ -123,11 +182,38 @@ impl Default for LaneState {
             rec_count: 0,
             last_pos: [u32::MAX; 256],
             last_dist: [0; 256],
+            after: Vec::new(),
         }
     }
 }
 
+/// Entries of the indirect contexts' table: after one byte, two, and two and a nibble.
+const AFTER_LEN: usize = 256 + (1 << 16) + (1 << 20);
+
+/// Where in the indirect contexts' table the `n` bytes before position `pos` (1 to 3) lead.
+#[inline]
+fn after_at(hist: &[u8], start: usize, pos: usize, n: usize) -> usize {
+    let b1 = back(hist, start, pos, 1) as usize;
+    let b2 = back(hist, start, pos, 2) as usize;
+    match n {
+        1 => b1,
+        2 => 256 + (b1 | b2 << 8),
+        _ => 256 + (1 << 16) + (b1 | b2 << 8 | (back(hist, start, pos, 3) as usize & 0xf) << 16),
+    }
+}
+
 impl LaneState {
+    /// A lane's state with the indirect contexts' table.
+    pub fn with_indirect() -> Self {
+        LaneState {
+            after: vec![0; AFTER_LEN],
+            ..LaneState::default()
+        }
+    }
+
+    /// Bytes of a lane's indirect contexts' table.
+    pub const INDIRECT_BYTES: usize = 2 * AFTER_LEN;
+
     /// Match confidence bucket: 0 = recovering after a miss, else by length.
     pub fn bucket(&self) -> usize {
         match self.len {
@@ -228,6 +314,18 @@ pub fn context_hash(
                 back(hist, start, pos, 2 * r),
             );
         }
+        ContextKind::Indirect(n) => {
+            let key = ls.after.get(after_at(hist, start, pos, n)).copied();
+            let b1 = back(hist, start, pos, 1);
+            let b2 = back(hist, start, pos, 2) * (n > 1) as u64;
+            h = mix(mix(h, b1 | b2 << 8), key.unwrap_or(0) as u64);
+        }
+        ContextKind::Masked(m) => {
+            let last8 = (1..=8).fold(0, |v, i| v | back(hist, start, pos, i) << (8 * (i - 1)));
+            h = mix(h, last8 & m);
+        }
+        // Hashed by the predictor once the match is known (`expected_hash`).
+        ContextKind::Expected(_) => {}
         ContextKind::ColumnLeft => {
             let r = ls.record;
             h = mix(
@@ -237,6 +335,17 @@ pub fn context_hash(
         }
     }
     h.wrapping_mul(K2)
+}
+
+/// Hash of context `Expected(which)` at place `k`: the byte the match model expects
+/// (`None`: no match) with its length bucket `bucket` (`which` 0) or the byte before, `b1`.
+pub fn expected_hash(k: usize, which: usize, expected: Option<u8>, bucket: usize, b1: u32) -> u64 {
+    let e = expected.map_or(0, |b| b as u64 | 256);
+    let with = match which {
+        0 => bucket as u64,
+        _ => b1 as u64 | 1 << 12,
+    };
+    mix(mix(mix(K2, k as u64 + 1), e), with).wrapping_mul(K2)
 }
 
 /// The match model's table: for each hash of the last `MATCH_MIN` bytes, the position after
@@ -280,6 +389,13 @@ impl MatchTable {
         known: impl Fn(usize) -> bool,
     ) {
         let b = hist[pos];
+        // What followed one, two, and two and a half bytes before: this one.
+        if !ls.after.is_empty() {
+            for n in 1..=3 {
+                let at = after_at(hist, start, pos, n);
+                ls.after[at] = ls.after[at] << 8 | b as u16;
+            }
+        }
         // Words: letters (case folded) extend the current word; anything else ends it.
         if b.is_ascii_alphabetic() {
             ls.word = mix(ls.word.wrapping_add(K1), b.to_ascii_lowercase() as u64);
@@ -374,5 +490,52 @@ impl MatchTable {
     /// The byte the lane's match predicts, if its source position is known.
     pub fn predicted(hist: &[u8], ls: &LaneState, known: impl Fn(usize) -> bool) -> Option<u8> {
         (ls.ptr < hist.len() && known(ls.ptr)).then(|| hist[ls.ptr])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wide_model_adds_its_contexts_after_the_catalogue() {
+        let mask = (1 << 24) - 1;
+        let (plain, orders) = select(mask, false);
+        let (wide, wide_orders) = select(mask, true);
+        assert_eq!(plain.len(), CATALOGUE_LEN);
+        assert_eq!(wide.len(), MAX_HASHED);
+        // Order 1 joins the orders, first (the chain's stages run shortest first).
+        assert_eq!(wide_orders, orders + 1);
+        assert!(matches!(wide[0], (ContextKind::Order(1), 28)));
+        assert!(wide[wide_orders..]
+            .iter()
+            .all(|(k, _)| !matches!(k, ContextKind::Order(_))));
+        let mut places: Vec<usize> = wide.iter().map(|&(_, p)| p).collect();
+        places.sort();
+        assert_eq!(places, (0..MAX_HASHED).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn indirect_contexts_follow_what_came_after_a_byte() {
+        // "xa" then "xb": after "x" came 'a', then 'b'.
+        let hist = b"xaxbx";
+        let mut ls = LaneState::with_indirect();
+        let mut table = MatchTable::new_in(hist.len(), Vec::new());
+        let hash =
+            |ls: &LaneState, pos| context_hash(ContextKind::Indirect(1), 24, hist, 0, pos, ls);
+        let before = hash(&ls, 1);
+        for pos in 0..4 {
+            table.update(hist, 0, pos, &mut ls, |_| true);
+        }
+        assert_eq!(ls.after[b'x' as usize], u16::from_be_bytes(*b"ab"));
+        // Predicting after the last 'x' (position 5): the context has learnt what followed.
+        assert_ne!(hash(&ls, 5), before);
+        // Without the table the context is its byte alone, and nothing is learnt.
+        let mut plain = LaneState::default();
+        for pos in 0..4 {
+            table.update(hist, 0, pos, &mut plain, |_| true);
+        }
+        assert!(plain.after.is_empty());
+        assert_eq!(hash(&plain, 5), hash(&LaneState::default(), 1));
     }
 }

@@ -4,7 +4,7 @@
 //! the bits of the byte so far, one probability map on the byte before). No network, no
 //! refinement chain, no order-0 counters, and the range coder runs on the same thread.
 
-use super::experts::{context_hash, select, ContextKind, LaneState, MatchTable, MAX_HASHED};
+use super::experts::{context_hash, select, ContextKind, LaneState, MatchTable, CATALOGUE_LEN};
 use super::mixing::{counter_p12, counter_update, Apm, COUNTER_INIT};
 use super::predictor::Params;
 use super::states::{Histories, HistoryMap, MAP_LIMIT};
@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 /// Mixer inputs besides the hashed contexts: order 1, match, match strength, bias.
 const N_EXTRA: usize = 4;
 /// Most mixer inputs.
-const MAX_IN: usize = MAX_HASHED + N_EXTRA;
+const MAX_IN: usize = CATALOGUE_LEN + N_EXTRA;
 /// Counter limit of the dense low orders and the match counters.
 const LIMIT_DENSE: u32 = 1023;
 /// Stretched probabilities are in 1/256 units of ln(p / (1 - p)), within +-`ST_MAX`.
@@ -93,9 +93,9 @@ pub struct FastPredictor {
     squash: &'static [u16; 4096],
     histories: &'static Histories,
     // Per-byte and per-bit state.
-    ctx: [u64; MAX_HASHED],
+    ctx: [u64; CATALOGUE_LEN],
     /// Each context's slot for the current nibble (its first byte in `slots`).
-    slot: [usize; MAX_HASHED],
+    slot: [usize; CATALOGUE_LEN],
     /// Mixer inputs (1/256 units).
     x: [i16; MAX_IN],
     p_mix: u32,
@@ -111,7 +111,7 @@ pub struct FastPredictor {
 impl FastPredictor {
     /// A fresh model for a block of `len` bytes, built in `ws`'s memory.
     pub fn new_in(cfg: Params, len: usize, ws: Workspace) -> Self {
-        let (kinds, _) = select(cfg.contexts);
+        let (kinds, _) = select(cfg.contexts, false);
         let n = kinds.len();
         let n_in = n + N_EXTRA;
         let n_slots = Self::slots_for(cfg, len);
@@ -150,8 +150,8 @@ impl FastPredictor {
             stretch: stretch_table(),
             squash: squash_table(),
             histories: Histories::get(),
-            ctx: [0; MAX_HASHED],
-            slot: [0; MAX_HASHED],
+            ctx: [0; CATALOGUE_LEN],
+            slot: [0; CATALOGUE_LEN],
             x: [0; MAX_IN],
             p_mix: 1 << 15,
             c0: 1,
@@ -171,7 +171,7 @@ impl FastPredictor {
     /// Slots of the model of a block of `len` bytes: scaled to the block and to how many
     /// contexts claim them.
     fn slots_for(cfg: Params, len: usize) -> usize {
-        let n = select(cfg.contexts).0.len();
+        let n = select(cfg.contexts, false).0.len();
         let want = (len.saturating_mul(2 * n) / 9).max(1).next_power_of_two();
         want.clamp(1 << 12, 1 << SLOTS_MAX_LOG)
     }

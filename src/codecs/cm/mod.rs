@@ -6,7 +6,8 @@
 //!
 //! Payload: transforms (`u8`: bit 0, the x86 call transform; bit 1, the model starts from the
 //! archive's pack; bit 2, with bit 1, its tables sized to the block; bit 3, the default level's
-//! model; bit 4, the bilevel image expert, whose row length (`u32`) follows), lane count
+//! model; bit 4, the bilevel image expert, whose row length (`u32`) follows; bit 5, the wide
+//! model), lane count
 //! (`u16`), each lane's coded length (`u32`), then the lanes' range-coded streams (FORMAT.md,
 //! codec 1).
 
@@ -20,6 +21,7 @@ mod mixing;
 mod net_inputs;
 pub mod pack;
 mod predictor;
+mod runs;
 mod states;
 mod tables;
 

@@ -4,14 +4,19 @@
 //! counters, a match model, a chain in which each order refines the order below it, and the
 //! neural network's byte prediction (where the configuration has one) are mixed by four gated
 //! logistic mixers and a second-layer mixer, then refined by three adaptive probability maps
-//! (orders 0, 1 and 2). Everything trains online, one byte per lane per step, and the decoder
-//! replays it exactly. Lanes share all statistics and are processed in lane order.
+//! (orders 0, 1 and 2). The wide model (`Params::wide`) adds the contexts of `experts::WIDE`,
+//! run inputs (`runs`) and two mixers selected by the bytes before. Everything trains online,
+//! one byte per lane per step, and the decoder replays it exactly. Lanes share all statistics
+//! and are processed in lane order.
 
 use super::bilevel::{Bilevel, Windows, BILEVEL_SETS, N_BILEVEL, WIDTH_MIN};
-use super::experts::{back, context_hash, select, ContextKind, LaneState, MatchTable, MAX_HASHED};
+use super::experts::{
+    back, context_hash, expected_hash, select, ContextKind, LaneState, MatchTable, MAX_HASHED,
+};
 use super::mixing::{counter_p12, counter_update, stretch_table, Apm, Mixer, COUNTER_INIT};
 use super::net_inputs::{NetInputs, NET_BUCKETS, N_NET};
 use super::pack::{Geometry, Pack, State};
+use super::runs::Runs;
 use super::states::{Histories, HistoryMap};
 use super::tables::{refill, Workspace, FIXED_MAX};
 use crate::codecs::lanes::Lanes;
@@ -23,8 +28,11 @@ use std::sync::Arc;
 /// Mixer inputs besides the hashed contexts: order 0, order 1, match, network, bias, match
 /// strength, chain.
 const N_EXTRA: usize = 7;
-/// Most mixer inputs.
-const MAX_IN: usize = MAX_HASHED + N_EXTRA + N_NET + N_BILEVEL;
+/// Most mixer inputs: the hashed contexts, the others, and a run input per order at most.
+const MAX_IN: usize = 2 * MAX_HASHED + N_EXTRA + N_NET + N_BILEVEL;
+/// Weight sets of the wide model's mixer selected by the byte two back and the bit position,
+/// and of the one selected by a hash of the two bytes before and the partial byte.
+const WIDE_SETS: [usize; 2] = [256 * 8, 16 * 256];
 /// Learning rate of the chain's weights.
 const CHAIN_LR: f32 = 0.02;
 /// Bytes at the end of a pack's history that lane 0 reads as if coding them (`prime`).
@@ -63,6 +71,11 @@ pub struct Params {
     /// none): the encoder's choice for one block that starts fresh, which the payload's
     /// transforms byte records (never in the archive's configuration).
     pub bilevel: u32,
+    /// The wide model: the contexts of `experts::WIDE` besides the level's, run inputs and
+    /// two more mixers, for a block of the level's own model that starts fresh: the encoder's
+    /// choice for one block, which the payload's transforms byte records (never in the
+    /// archive's configuration).
+    pub wide: bool,
 }
 
 impl Params {
@@ -78,11 +91,13 @@ impl Params {
             },
             default_model: false,
             bilevel: 0,
+            wide: false,
             ..self
         };
         let same = variant.contexts == self.contexts
             && variant.net.hidden == self.net.hidden
-            && self.bilevel == 0;
+            && self.bilevel == 0
+            && !self.wide;
         let larger = self.contexts & DEFAULT_CONTEXTS == DEFAULT_CONTEXTS;
         (!self.fast && !self.lean && larger && !same).then_some(variant)
     }
@@ -108,6 +123,7 @@ impl Default for Params {
             network: true,
             default_model: false,
             bilevel: 0,
+            wide: false,
             contexts: DEFAULT_CONTEXTS,
             lean: false,
             fast: false,
@@ -128,6 +144,8 @@ struct LaneBits {
     nib: u32,
     /// Byte before the current one.
     b1: u32,
+    /// Byte two before the current one.
+    b2: u32,
     /// The two bytes before the current one, hashed for the order-2 probability map.
     h2: u32,
     /// Byte predicted by the match model, if any.
@@ -183,6 +201,22 @@ pub struct Predictor {
     net: NetInputs,
     /// The bilevel image expert and the mixer its pixels select, where the model has them.
     bilevel: Option<(Bilevel, Mixer)>,
+    /// The wide model's run inputs and mixers, where it is one.
+    wide: Option<Wide>,
+}
+
+/// What the wide model adds besides its contexts.
+struct Wide {
+    runs: Runs,
+    /// Mixers selected by the byte two back and the bit position, and by a hash of the two
+    /// bytes before and the partial byte.
+    mixers: [Mixer; 2],
+}
+
+/// Whether a model of `cfg` for a block starting from a pack of `geometry` (if any) is wide:
+/// only the level's own model of a fresh block may be.
+fn is_wide(cfg: Params, geometry: Option<(Geometry, Fit)>) -> bool {
+    cfg.wide && geometry.is_none() && !cfg.lean && !cfg.fast
 }
 
 /// The bit histories in `slots` of the contexts' slots `slot` at nibble node `nib` (0 past
@@ -236,7 +270,7 @@ impl Tables {
     /// The tables of a block of `len` bytes: sized to the block, or to a pack's `geometry`
     /// where given, as `Fit` says.
     fn for_block(cfg: Params, len: usize, geometry: Option<(Geometry, Fit)>) -> Self {
-        let n = select(cfg.contexts).0.len();
+        let n = select(cfg.contexts, is_wide(cfg, geometry)).0.len();
         // Slots scaled to the block and to how many contexts claim them (four per byte with
         // 18 contexts): 2^12..=2^24 (256 MiB).
         let want = (len.saturating_mul(2 * n) / 9).max(1).next_power_of_two();
@@ -386,12 +420,21 @@ impl Predictor {
             true => Bilevel::bytes() + 4 * BILEVEL_SETS * MAX_IN,
             false => 0,
         };
+        let lanes = Self::lanes_for(cfg, len, history).count;
+        let wide = match is_wide(cfg, pack.map(|(p, fit)| (p.geometry, fit))) {
+            true => {
+                let mixers = 4 * MAX_IN * WIDE_SETS.iter().sum::<usize>();
+                Runs::bytes() + lanes * LaneState::INDIRECT_BYTES + mixers
+            }
+            false => 0,
+        };
         (tables.slots * SLOT
             + hist
             + MatchTable::bytes_for(hist)
             + Apm::bytes_for(65536 + order2)
             + net_maps
-            + bilevel) as u64
+            + bilevel
+            + wide) as u64
             + FIXED_MAX
     }
 
@@ -515,7 +558,8 @@ impl Predictor {
         network: Option<Arc<Frozen>>,
     ) -> Self {
         let lanes = Self::lanes_for(cfg, len, history.len());
-        let (kinds, orders) = select(cfg.contexts);
+        let wide = is_wide(cfg, geometry);
+        let (kinds, orders) = select(cfg.contexts, wide);
         let n = kinds.len();
         let net = NetInputs::new(cfg.net, cfg.network, lanes.count, network);
         // A network's confidence selects the novelty mixer's weight sets and the order-0
@@ -528,6 +572,8 @@ impl Predictor {
         let width = cfg.bilevel as usize;
         let with_bilevel = width >= WIDTH_MIN && geometry.is_none() && !cfg.lean;
         let n_in = n_in + with_bilevel as usize * N_BILEVEL;
+        // The wide model's run inputs (one per order) follow.
+        let n_in = n_in + wide as usize * orders;
         let stages = if cfg.lean { 0 } else { orders };
         let Tables {
             slots: n_slots,
@@ -539,6 +585,7 @@ impl Predictor {
             c0: 1,
             nib: 1,
             b1: 0,
+            b2: 0,
             h2: 0,
             match_byte: None,
             match_ok: false,
@@ -547,7 +594,12 @@ impl Predictor {
             pixels: Windows::default(),
         };
         let lr = cfg.mix_lr as f32 * 1e-4;
-        let lr0 = cfg.mix_lr_start as f32 * 1e-4;
+        // The wide model's many inputs start with small weights, which fresh weight sets
+        // move more slowly; other models keep the weights their packs were trained with.
+        let (lr0, w0) = match wide {
+            true => (cfg.mix_lr_start as f32 * 0.5e-4, 3.0 / n_in as f32),
+            false => (cfg.mix_lr_start as f32 * 1e-4, 0.3),
+        };
         let slots = refill(ws.slots, n_slots * SLOT, 0);
         let mut hist = refill(ws.hist, history.len() + len, 0);
         hist[..history.len()].copy_from_slice(history);
@@ -557,7 +609,13 @@ impl Predictor {
             kinds,
             orders,
             hist,
-            states: vec![LaneState::default(); lanes.count],
+            states: vec![
+                match wide {
+                    true => LaneState::with_indirect(),
+                    false => LaneState::default(),
+                };
+                lanes.count
+            ],
             bits: vec![blank; lanes.count],
             matches,
             slots,
@@ -567,12 +625,12 @@ impl Predictor {
             t0: vec![COUNTER_INIT; 256],
             t1: vec![COUNTER_INIT; 65536],
             tm: vec![COUNTER_INIT; 64 * 2],
-            mix_a: Mixer::new(n_in, 256, lr, lr0, 0.3),
-            mix_b: Mixer::new(n_in, 16 * 8, lr, lr0, 0.3),
-            mix_c: Mixer::new(n_in, 256 * 4, lr, lr0, 0.3),
-            mix_d: Mixer::new(n_in, 8 * 8 * 4 * buckets, lr, lr0, 0.3),
+            mix_a: Mixer::new(n_in, 256, lr, lr0, w0),
+            mix_b: Mixer::new(n_in, 16 * 8, lr, lr0, w0),
+            mix_c: Mixer::new(n_in, 256 * 4, lr, lr0, w0),
+            mix_d: Mixer::new(n_in, 8 * 8 * 4 * buckets, lr, lr0, w0),
             mix_final: Mixer::new(
-                4 + net.shaped() as usize + with_bilevel as usize,
+                4 + net.shaped() as usize + with_bilevel as usize + 2 * wide as usize,
                 256 * buckets,
                 lr * 0.5,
                 lr0 * 0.5,
@@ -590,8 +648,12 @@ impl Predictor {
             bilevel: with_bilevel.then(|| {
                 (
                     Bilevel::new(width),
-                    Mixer::new(n_in, BILEVEL_SETS, lr, lr0, 0.3),
+                    Mixer::new(n_in, BILEVEL_SETS, lr, lr0, w0),
                 )
+            }),
+            wide: wide.then(|| Wide {
+                runs: Runs::new(orders, lanes.count),
+                mixers: WIDE_SETS.map(|sets| Mixer::new(n_in, sets, lr, lr0, w0)),
             }),
         }
     }
@@ -620,11 +682,20 @@ impl Predictor {
                 0
             };
             let b2 = back(&self.hist, start, pos, 2) as u32;
+            lb.b2 = b2;
             lb.h2 = ((lb.b1 | b2 << 8).wrapping_mul(0x9E37_79B1) >> (32 - self.order2_bits)) << 8;
             lb.match_byte = MatchTable::predicted(&self.hist, ls, |q| lanes.known(q, step));
             lb.match_ok = lb.match_byte.is_some();
 
             lb.match_bucket = if lb.match_ok { ls.bucket() } else { 0 };
+            if let Some(w) = self.wide.as_mut() {
+                for (c, &(kind, place)) in lb.ctx.iter_mut().zip(&self.kinds) {
+                    if let ContextKind::Expected(which) = kind {
+                        *c = expected_hash(place, which, lb.match_byte, lb.match_bucket, lb.b1);
+                    }
+                }
+                w.runs.begin(l, &lb.ctx);
+            }
             lb.pos_mod = ((pos - start) & 3) as u32;
             if let Some((expert, _)) = &self.bilevel {
                 lb.pixels = expert.windows(&self.hist, start, pos);
@@ -692,6 +763,15 @@ impl Predictor {
         for ((xk, map), &s) in x[..n].iter_mut().zip(&self.maps).zip(&states) {
             *xk = st[map.p12(s)];
         }
+        // In the wide model a context not seen yet says nothing (and its weight learns
+        // nothing from it).
+        if self.wide.is_some() {
+            for (xk, &s) in x[..n].iter_mut().zip(&states) {
+                if s == 0 {
+                    *xk = 0.0;
+                }
+            }
+        }
         x[n] = st[counter_p12(self.t0[lb.c0 as usize])];
         x[n + 1] = st[counter_p12(self.t1[(lb.b1 as usize) << 8 | lb.c0 as usize])];
         // The chain: each order's bit history scales and shifts the order below's prediction.
@@ -723,6 +803,10 @@ impl Predictor {
         }
         x[n + 4] = 0.25;
         let n_base = n + N_EXTRA + self.net.shaped() as usize * N_NET;
+        if let Some(w) = self.wide.as_mut() {
+            let at = n_base + self.bilevel.is_some() as usize * N_BILEVEL;
+            w.runs.inputs(l, lb.c0, bitpos, &mut x[at..]);
+        }
         let mut bilevel_out = None;
         let mut final_sel = lb.c0 as usize;
         if let Some((expert, mixer)) = self.bilevel.as_mut() {
@@ -756,11 +840,17 @@ impl Predictor {
             novelty + (lb.match_bucket > 0) as usize * 2 + (lb.b1 >= 128) as usize,
         );
         // The first layer's outputs, then the network's where it is shaped, then the bilevel
-        // mixer's where there is one.
-        let mut first = [sa, sb, sc, sd, 0.0, 0.0];
+        // mixer's where there is one, then the wide model's mixers'.
+        let mut first = [sa, sb, sc, sd, 0.0, 0.0, 0.0, 0.0];
         let net_at = 4 + self.net.shaped() as usize;
         first[4] = x[n + 3];
         first[net_at] = bilevel_out.unwrap_or(first[net_at]);
+        if let Some(w) = self.wide.as_mut() {
+            let at = net_at + self.bilevel.is_some() as usize;
+            let pair = (lb.b1 | lb.b2 << 8).wrapping_mul(0x9E37_79B1) >> 28;
+            first[at] = w.mixers[0].mix(x, (lb.b2 << 3 | bitpos) as usize).0;
+            first[at + 1] = w.mixers[1].mix(x, (pair << 8 | lb.c0) as usize).0;
+        }
         let (s, _) = self.mix_final.mix(&first, net.bucket << 8 | final_sel);
         let p16 = to_p16(super::mixing::squash(s));
         let pa = self.apm_a.refine(s, net.bucket << 8 | lb.c0 as usize);
@@ -809,6 +899,12 @@ impl Predictor {
                 lb.match_ok = false;
             }
         }
+        if let Some(w) = self.wide.as_mut() {
+            w.runs.update(b);
+            for m in &mut w.mixers {
+                m.update(b);
+            }
+        }
         self.mix_a.update(b);
         self.apm_b.update(b);
         self.net.update(b);
@@ -837,6 +933,9 @@ impl Predictor {
         self.net.learn(bytes);
         for (l, &y) in bytes.iter().enumerate() {
             self.hist[lanes.history_pos(l, step)] = y;
+            if let Some(w) = self.wide.as_mut() {
+                w.runs.end(l, &self.bits[l].ctx, y);
+            }
         }
         let done = step + 1;
         for l in 0..bytes.len() {
