@@ -27,7 +27,8 @@ pub enum ContextKind {
     ColumnLeft,
     /// The `n` bytes before the predicted one (1 to 3; of the third, its low nibble) and the
     /// two bytes that followed them the last two times they occurred: what came after this
-    /// before.
+    /// before. 4: what followed the byte before, with the byte two back; 5: what followed the
+    /// two bytes before, alone; 6: that with the byte three back.
     Indirect(usize),
     /// The eight bytes before the predicted one, masked (byte i back in bits 8(i-1)..8i).
     Masked(u64),
@@ -71,9 +72,9 @@ pub const CATALOGUE_LEN: usize = 24;
 
 /// The contexts the wide model adds to its level's (`Params::wide`), at places
 /// `CATALOGUE_LEN` on (which salt their hashes): indirect contexts, sparse and masked byte
-/// patterns of binary data (single bytes further back, pairs, high nibbles, top bits), the
-/// order-1 history, and the match model's expected byte.
-pub const WIDE: [ContextKind; 26] = [
+/// patterns of binary data (single bytes further back, pairs, nibbles, top bits), order 1,
+/// and the match model's expected byte.
+pub const WIDE: [ContextKind; 37] = [
     ContextKind::Indirect(1),
     ContextKind::Indirect(2),
     ContextKind::Sparse(0b101),
@@ -98,6 +99,17 @@ pub const WIDE: [ContextKind; 26] = [
     ContextKind::Masked(0xc0c0_c0c0_c0c0_c0c0),
     ContextKind::Masked(0xffff_ffff_0000),
     ContextKind::Masked(0xff_0000_ff00),
+    ContextKind::Masked(0xffff_0000),
+    ContextKind::Masked(0xff00_00ff),
+    ContextKind::Masked(0xff_0000_00ff),
+    ContextKind::Masked(0xff00_0000_00ff),
+    ContextKind::Masked(0x0f0f_0f0f),
+    ContextKind::Masked(0xe0e0_e0e0_e0e0),
+    ContextKind::Masked(0xff_ffff_0000_0000),
+    ContextKind::Masked(0x80ff),
+    ContextKind::Indirect(4),
+    ContextKind::Indirect(5),
+    ContextKind::Indirect(6),
     ContextKind::Expected(0),
     ContextKind::Expected(1),
 ];
@@ -313,6 +325,16 @@ pub fn context_hash(
                 mix(mix(h, r as u64), back(hist, start, pos, r)),
                 back(hist, start, pos, 2 * r),
             );
+        }
+        ContextKind::Indirect(n @ 4..) => {
+            let after = after_at(hist, start, pos, if n == 4 { 1 } else { 2 });
+            let key = ls.after.get(after).copied();
+            let with = match n {
+                4 => back(hist, start, pos, 2),
+                5 => 0,
+                _ => back(hist, start, pos, 3),
+            };
+            h = mix(mix(h, with), key.unwrap_or(0) as u64);
         }
         ContextKind::Indirect(n) => {
             let key = ls.after.get(after_at(hist, start, pos, n)).copied();

@@ -5,7 +5,8 @@
 //! neural network's byte prediction (where the configuration has one) are mixed by four gated
 //! logistic mixers and a second-layer mixer, then refined by three adaptive probability maps
 //! (orders 0, 1 and 2). The wide model (`Params::wide`) adds the contexts of `experts::WIDE`,
-//! run inputs (`runs`) and two mixers selected by the bytes before. Everything trains online,
+//! run inputs (`runs`), one-sided histories as inputs of their own, and four mixers selected
+//! by the bytes before. Everything trains online,
 //! one byte per lane per step, and the decoder replays it exactly. Lanes share all statistics
 //! and are processed in lane order.
 
@@ -28,11 +29,14 @@ use std::sync::Arc;
 /// Mixer inputs besides the hashed contexts: order 0, order 1, match, network, bias, match
 /// strength, chain.
 const N_EXTRA: usize = 7;
-/// Most mixer inputs: the hashed contexts, the others, and a run input per order at most.
-const MAX_IN: usize = 2 * MAX_HASHED + N_EXTRA + N_NET + N_BILEVEL;
-/// Weight sets of the wide model's mixer selected by the byte two back and the bit position,
-/// and of the one selected by a hash of the two bytes before and the partial byte.
-const WIDE_SETS: [usize; 2] = [256 * 8, 16 * 256];
+/// Most mixer inputs: the hashed contexts, the others, and in the wide model a run input per
+/// order and a one-sided input per context.
+const MAX_IN: usize = 3 * MAX_HASHED + N_EXTRA + N_NET + N_BILEVEL;
+/// Weight sets of the wide model's four mixers, selected by: the byte two back and the bit
+/// position; a 4-bit hash of the two bytes before and the partial byte; the byte three back
+/// and the bit position; the top two bits of each of the four bytes before and the bit
+/// position.
+const WIDE_SETS: [usize; 4] = [256 * 8, 16 * 256, 256 * 8, 256 * 8];
 /// Learning rate of the chain's weights.
 const CHAIN_LR: f32 = 0.02;
 /// Bytes at the end of a pack's history that lane 0 reads as if coding them (`prime`).
@@ -146,6 +150,8 @@ struct LaneBits {
     b1: u32,
     /// Byte two before the current one.
     b2: u32,
+    /// Bytes three and four before the current one.
+    b34: u32,
     /// The two bytes before the current one, hashed for the order-2 probability map.
     h2: u32,
     /// Byte predicted by the match model, if any.
@@ -208,9 +214,8 @@ pub struct Predictor {
 /// What the wide model adds besides its contexts.
 struct Wide {
     runs: Runs,
-    /// Mixers selected by the byte two back and the bit position, and by a hash of the two
-    /// bytes before and the partial byte.
-    mixers: [Mixer; 2],
+    /// Mixers of every input, their weight sets as `WIDE_SETS` says.
+    mixers: [Mixer; 4],
 }
 
 /// Whether a model of `cfg` for a block starting from a pack of `geometry` (if any) is wide:
@@ -572,13 +577,16 @@ impl Predictor {
         let width = cfg.bilevel as usize;
         let with_bilevel = width >= WIDTH_MIN && geometry.is_none() && !cfg.lean;
         let n_in = n_in + with_bilevel as usize * N_BILEVEL;
-        // The wide model's run inputs (one per order) follow.
-        let n_in = n_in + wide as usize * orders;
+        // The wide model's run inputs (one per order) and one-sided histories (one per
+        // context) follow.
+        let n_in = n_in + wide as usize * (orders + n);
         let stages = if cfg.lean { 0 } else { orders };
         let Tables {
             slots: n_slots,
             order2_bits,
         } = Tables::for_block(cfg, len, geometry);
+        let n_first =
+            4 + net.shaped() as usize + with_bilevel as usize + WIDE_SETS.len() * wide as usize;
         let blank = LaneBits {
             ctx: [0; MAX_HASHED],
             slot: [0; MAX_HASHED],
@@ -586,6 +594,7 @@ impl Predictor {
             nib: 1,
             b1: 0,
             b2: 0,
+            b34: 0,
             h2: 0,
             match_byte: None,
             match_ok: false,
@@ -630,11 +639,12 @@ impl Predictor {
             mix_c: Mixer::new(n_in, 256 * 4, lr, lr0, w0),
             mix_d: Mixer::new(n_in, 8 * 8 * 4 * buckets, lr, lr0, w0),
             mix_final: Mixer::new(
-                4 + net.shaped() as usize + with_bilevel as usize + 2 * wide as usize,
+                n_first,
                 256 * buckets,
                 lr * 0.5,
                 lr0 * 0.5,
-                0.25,
+                // The wide model's several mixers start as their average.
+                if wide { 1.0 / n_first as f32 } else { 0.25 },
             ),
             apm_a: Apm::new(256 * buckets, 7),
             apm_b: Apm::new_in(65536, 7, ws.apm_order1),
@@ -683,6 +693,8 @@ impl Predictor {
             };
             let b2 = back(&self.hist, start, pos, 2) as u32;
             lb.b2 = b2;
+            lb.b34 =
+                (back(&self.hist, start, pos, 3) | back(&self.hist, start, pos, 4) << 8) as u32;
             lb.h2 = ((lb.b1 | b2 << 8).wrapping_mul(0x9E37_79B1) >> (32 - self.order2_bits)) << 8;
             lb.match_byte = MatchTable::predicted(&self.hist, ls, |q| lanes.known(q, step));
             lb.match_ok = lb.match_byte.is_some();
@@ -806,9 +818,22 @@ impl Predictor {
         if let Some(w) = self.wide.as_mut() {
             let at = n_base + self.bilevel.is_some() as usize * N_BILEVEL;
             w.runs.inputs(l, lb.c0, bitpos, &mut x[at..]);
+            // A history that has seen only one bit value, again as its own input: such
+            // contexts are the surest, and the mixers weigh them apart.
+            let hist = Histories::get();
+            let at = at + self.orders;
+            for k in 0..n {
+                x[at + k] = if hist.one_sided(states[k]) { x[k] } else { 0.0 };
+            }
         }
         let mut bilevel_out = None;
-        let mut final_sel = lb.c0 as usize;
+        // The final mixer's weight set: by the partial byte, or in the wide model (whose
+        // mixers see it) by the match and the bit position; in a bilevel image, by the pixels
+        // where it has rows above.
+        let mut final_sel = match (&self.wide, &self.bilevel) {
+            (Some(_), None) => lb.match_bucket << 3 | bitpos as usize,
+            _ => lb.c0 as usize,
+        };
         if let Some((expert, mixer)) = self.bilevel.as_mut() {
             expert.predict(
                 &lb.pixels,
@@ -841,7 +866,7 @@ impl Predictor {
         );
         // The first layer's outputs, then the network's where it is shaped, then the bilevel
         // mixer's where there is one, then the wide model's mixers'.
-        let mut first = [sa, sb, sc, sd, 0.0, 0.0, 0.0, 0.0];
+        let mut first = [sa, sb, sc, sd, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
         let net_at = 4 + self.net.shaped() as usize;
         first[4] = x[n + 3];
         first[net_at] = bilevel_out.unwrap_or(first[net_at]);
@@ -850,6 +875,12 @@ impl Predictor {
             let pair = (lb.b1 | lb.b2 << 8).wrapping_mul(0x9E37_79B1) >> 28;
             first[at] = w.mixers[0].mix(x, (lb.b2 << 3 | bitpos) as usize).0;
             first[at + 1] = w.mixers[1].mix(x, (pair << 8 | lb.c0) as usize).0;
+            first[at + 2] = w.mixers[2]
+                .mix(x, ((lb.b34 & 0xff) << 3 | bitpos) as usize)
+                .0;
+            let tops =
+                (lb.b1 >> 6) | (lb.b2 >> 6) << 2 | (lb.b34 >> 6 & 3) << 4 | (lb.b34 >> 14) << 6;
+            first[at + 3] = w.mixers[3].mix(x, (tops << 3 | bitpos) as usize).0;
         }
         let (s, _) = self.mix_final.mix(&first, net.bucket << 8 | final_sel);
         let p16 = to_p16(super::mixing::squash(s));

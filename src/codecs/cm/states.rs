@@ -72,6 +72,13 @@ impl Histories {
         self.next[s as usize][y as usize]
     }
 
+    /// Whether history `s` has seen only one bit value (and at least one bit).
+    #[inline(always)]
+    pub fn one_sided(&self, s: u8) -> bool {
+        let [a, b] = self.counts[s as usize];
+        (a == 0) != (b == 0)
+    }
+
     /// Observations a history stands for (zeros plus ones).
     #[inline(always)]
     pub fn total(&self, s: u8) -> u32 {
