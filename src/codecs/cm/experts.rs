@@ -74,7 +74,7 @@ pub const CATALOGUE_LEN: usize = 24;
 /// `CATALOGUE_LEN` on (which salt their hashes): indirect contexts, sparse and masked byte
 /// patterns of binary data (single bytes further back, pairs, nibbles, top bits), order 1,
 /// and the match model's expected byte.
-pub const WIDE: [ContextKind; 37] = [
+pub const WIDE: [ContextKind; 40] = [
     ContextKind::Indirect(1),
     ContextKind::Indirect(2),
     ContextKind::Sparse(0b101),
@@ -110,6 +110,9 @@ pub const WIDE: [ContextKind; 37] = [
     ContextKind::Indirect(4),
     ContextKind::Indirect(5),
     ContextKind::Indirect(6),
+    ContextKind::Indirect(7),
+    ContextKind::Indirect(8),
+    ContextKind::Indirect(9),
     ContextKind::Expected(0),
     ContextKind::Expected(1),
 ];
@@ -327,12 +330,18 @@ pub fn context_hash(
             );
         }
         ContextKind::Indirect(n @ 4..) => {
-            let after = after_at(hist, start, pos, if n == 4 { 1 } else { 2 });
+            let of = match n {
+                4 | 8 => 1,
+                5 | 6 => 2,
+                _ => 3,
+            };
+            let after = after_at(hist, start, pos, of);
             let key = ls.after.get(after).copied();
             let with = match n {
                 4 => back(hist, start, pos, 2),
-                5 => 0,
-                _ => back(hist, start, pos, 3),
+                5 | 7 | 8 => 0,
+                6 => back(hist, start, pos, 3),
+                _ => back(hist, start, pos, 4),
             };
             h = mix(mix(h, with), key.unwrap_or(0) as u64);
         }

@@ -429,7 +429,8 @@ impl Predictor {
         let wide = match is_wide(cfg, pack.map(|(p, fit)| (p.geometry, fit))) {
             true => {
                 let mixers = 4 * MAX_IN * WIDE_SETS.iter().sum::<usize>();
-                Runs::bytes() + lanes * LaneState::INDIRECT_BYTES + mixers
+                let orders = select(cfg.contexts, true).1;
+                Runs::bytes_for(orders, len) + lanes * LaneState::INDIRECT_BYTES + mixers
             }
             false => 0,
         };
@@ -662,7 +663,7 @@ impl Predictor {
                 )
             }),
             wide: wide.then(|| Wide {
-                runs: Runs::new(orders, lanes.count),
+                runs: Runs::new(orders, lanes.count, len),
                 mixers: WIDE_SETS.map(|sets| Mixer::new(n_in, sets, lr, lr0, w0)),
             }),
         }

@@ -5,7 +5,7 @@
 
 use super::mixing::{counter_p12, counter_update, stretch_table, COUNTER_INIT};
 
-/// Index bits of the table shared by every order and lane.
+/// Most index bits of the table shared by every order and lane.
 const RUN_BITS: u32 = 22;
 /// Runs told apart (longer ones count as the longest).
 const RUNS: usize = 16;
@@ -17,6 +17,8 @@ pub struct Runs {
     /// Per hashed context: a check (8 bits of its hash), the byte that last followed it and
     /// its run (8 bits).
     table: Vec<u32>,
+    /// The table's index bits.
+    bits: u32,
     orders: usize,
     /// Per lane and order: the entry of the byte being coded, and its byte and run where the
     /// entry is this context's.
@@ -29,10 +31,12 @@ pub struct Runs {
 }
 
 impl Runs {
-    /// Runs of `orders` order contexts in each of `lanes` lanes.
-    pub fn new(orders: usize, lanes: usize) -> Self {
+    /// Runs of `orders` order contexts in each of `lanes` lanes, for a block of `len` bytes.
+    pub fn new(orders: usize, lanes: usize, len: usize) -> Self {
+        let bits = Self::bits_for(orders, len);
         Runs {
-            table: vec![0; 1 << RUN_BITS],
+            table: vec![0; 1 << bits],
+            bits,
             orders,
             at: vec![0; orders * lanes],
             last: vec![None; orders * lanes],
@@ -41,22 +45,30 @@ impl Runs {
         }
     }
 
-    /// Bytes of the shared table (the rest is small).
-    pub const fn bytes() -> usize {
-        4 << RUN_BITS
+    /// Index bits of the table for `orders` orders in a block of `len` bytes: about an
+    /// entry per context the block can reach, within 2^12..=2^`RUN_BITS`.
+    fn bits_for(orders: usize, len: usize) -> u32 {
+        let contexts = len.saturating_mul(orders).max(1);
+        (usize::BITS - contexts.leading_zeros()).clamp(12, RUN_BITS)
+    }
+
+    /// Bytes of the shared table for `orders` orders in a block of `len` bytes (the rest is
+    /// small).
+    pub fn bytes_for(orders: usize, len: usize) -> usize {
+        4 << Self::bits_for(orders, len)
     }
 
     /// The entry and check of context hash `h`.
     #[inline]
-    fn entry(h: u64) -> (usize, u32) {
-        ((h >> (64 - RUN_BITS)) as usize, (h >> 8) as u32 & 0xff)
+    fn entry(&self, h: u64) -> (usize, u32) {
+        ((h >> (64 - self.bits)) as usize, (h >> 8) as u32 & 0xff)
     }
 
     /// Looks up lane `l`'s order contexts `ctx` for the byte that starts.
     pub fn begin(&mut self, l: usize, ctx: &[u64]) {
         let lane = l * self.orders;
         for (k, &h) in ctx[..self.orders].iter().enumerate() {
-            let (at, check) = Self::entry(h);
+            let (at, check) = self.entry(h);
             let e = self.table[at];
             self.at[lane + k] = at;
             self.last[lane + k] =
@@ -104,7 +116,7 @@ impl Runs {
     pub fn end(&mut self, l: usize, ctx: &[u64], byte: u8) {
         let lane = l * self.orders;
         for (k, &h) in ctx[..self.orders].iter().enumerate() {
-            let check = Self::entry(h).1;
+            let check = self.entry(h).1;
             let run = match self.last[lane + k] {
                 Some((b, run)) if b == byte => (run + 1).min(255),
                 _ => 1,
@@ -137,7 +149,7 @@ mod tests {
 
     #[test]
     fn a_run_predicts_its_byte_until_the_byte_departs_from_it() {
-        let mut runs = Runs::new(2, 1);
+        let mut runs = Runs::new(2, 1, 1000);
         let ctx = [0x1234_5678_9abc_def0u64, 0x0fed_cba9_8765_4321];
         // Nothing has followed the contexts yet: no input.
         assert!(code(&mut runs, &ctx, b'a').iter().all(|x| *x == [0.0; 2]));
