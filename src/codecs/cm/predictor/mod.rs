@@ -16,15 +16,20 @@ use super::experts::{
 };
 use super::mixing::{counter_p12, counter_update, stretch_table, Apm, Mixer, COUNTER_INIT};
 use super::net_inputs::{NetInputs, NET_BUCKETS, N_NET};
-use super::pack::{Geometry, Pack, State};
+use super::pack::{Geometry, Pack};
 use super::runs::Runs;
 use super::states::{Histories, HistoryMap};
-use super::tables::{refill, Workspace, FIXED_MAX};
+use super::tables::{refill, Workspace};
 use crate::codecs::lanes::Lanes;
 use crate::codecs::net::frozen::Frozen;
 use crate::codecs::net::NetConfig;
-use crate::error::{Error, Result};
 use std::sync::Arc;
+
+mod learnt;
+mod sizes;
+
+pub use sizes::Fit;
+use sizes::Tables;
 
 /// Mixer inputs besides the hashed contexts: order 0, order 1, match, network, bias, match
 /// strength, chain.
@@ -250,61 +255,6 @@ const WAYS: usize = 4;
 /// Most slots of a model (log2).
 const SLOTS_MAX_LOG: u32 = 24;
 
-/// How a block's tables are sized against the pack it starts from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fit {
-    /// The pack's own sizes (training it, checking it).
-    Exact,
-    /// Sized to the block: twice the pack's context table where the block asks no more than
-    /// the pack's, else at least four times (payloads with transforms bit 2).
-    Sized,
-    /// At least four times the pack's context table, whatever the block (payloads without
-    /// transforms bit 2, which encoders before it wrote).
-    Grown,
-}
-
-/// The sizes of a model's tables that grow with its block.
-struct Tables {
-    /// Slots shared by the hashed contexts.
-    slots: usize,
-    /// Hashed contexts of the order-2 probability map (log2, of 256 each).
-    order2_bits: u32,
-}
-
-impl Tables {
-    /// The tables of a block of `len` bytes: sized to the block, or to a pack's `geometry`
-    /// where given, as `Fit` says.
-    fn for_block(cfg: Params, len: usize, geometry: Option<(Geometry, Fit)>) -> Self {
-        let n = select(cfg.contexts, is_wide(cfg, geometry)).0.len();
-        // Slots scaled to the block and to how many contexts claim them (four per byte with
-        // 18 contexts): 2^12..=2^24 (256 MiB).
-        let want = (len.saturating_mul(2 * n) / 9).max(1).next_power_of_two();
-        // With a pack, more than the pack's table, which its slots fill, to leave the block
-        // room; up to 2^8 times the pack's (`load`).
-        let grown = |g: Geometry, least: u32| {
-            want.clamp(
-                1 << (g.slots_log + least).min(SLOTS_MAX_LOG),
-                1 << (g.slots_log + 8).min(SLOTS_MAX_LOG),
-            )
-        };
-        let slots = match geometry {
-            Some((g, Fit::Exact)) => 1 << g.slots_log.min(SLOTS_MAX_LOG),
-            Some((g, Fit::Sized)) => grown(g, if want <= 1 << g.slots_log { 1 } else { 2 }),
-            Some((g, Fit::Grown)) => grown(g, 2),
-            None => want.clamp(1 << 12, 1 << SLOTS_MAX_LOG),
-        };
-        // The order-2 map grows with the block: 2^2 to 2^10 hashed contexts of 256 each.
-        // With a pack, at least the pack's (whose map is spread over it, `load`).
-        let own = (len.max(1).ilog2()).saturating_sub(10).clamp(2, 10);
-        let order2_bits = match geometry {
-            Some((g, Fit::Exact)) => g.order2_bits.clamp(2, 10),
-            Some((g, _)) => own.max(g.order2_bits).clamp(2, 10),
-            None => own,
-        };
-        Tables { slots, order2_bits }
-    }
-}
-
 impl Predictor {
     /// Gives the model's large tables back for the next block.
     pub fn into_workspace(self) -> Workspace {
@@ -365,191 +315,9 @@ impl Predictor {
         model
     }
 
-    /// Takes a base pack's shared tables (`pack::BASE_TENSORS` but the history) into a model
-    /// being trained (`for_training`) with the base's geometry, so that a pack trained on top
-    /// of another starts where that one ended; refused unless every table has this model's
-    /// shape.
-    pub fn start_from(&mut self, base: &State) -> Result<()> {
-        let tiles = self.tiles.as_mut();
-        if base.slots.len() != self.slots.len()
-            || tiles.as_ref().is_none_or(|t| t.len() != base.tiles.len())
-            || base.t0.len() != self.t0.len()
-            || base.t1.len() != self.t1.len()
-            || base.tm.len() != self.tm.len()
-            || base.apms[1].len() != self.apm_b.table().len()
-            || base.apms[2].len() != self.apm_c.table().len()
-        {
-            return Err(Error::BadPack(
-                "the base's tables do not fit this model".into(),
-            ));
-        }
-        if let Some(t) = tiles {
-            t.copy_from_slice(&base.tiles);
-        }
-        self.slots.copy_from_slice(&base.slots);
-        self.t0.copy_from_slice(&base.t0);
-        self.t1.copy_from_slice(&base.t1);
-        self.tm.copy_from_slice(&base.tm);
-        self.apm_b.load(&base.apms[1]);
-        self.apm_c.load(&base.apms[2]);
-        Ok(())
-    }
-
-    /// Whether `pack` can start the model of `cfg`.
-    pub fn check_pack(cfg: Params, pack: &Pack) -> Result<()> {
-        let mut model = Self::fresh(
-            cfg,
-            1,
-            Workspace::default(),
-            Some((pack.geometry, Fit::Exact)),
-            &[],
-            pack.network.clone(),
-        );
-        model.load(&pack.state)
-    }
-
     /// The lanes of a block of `len` bytes after `history` bytes (a pack's, `new_in`).
     pub fn lanes_for(cfg: Params, len: usize, history: usize) -> Lanes {
         Lanes::new(len, cfg.max_lanes as usize, cfg.min_lane as usize).after(history)
-    }
-
-    /// The most bytes a model for a block of `len` bytes allocates (besides the block),
-    /// fresh or starting from a pack (`new_in`).
-    pub fn need(cfg: Params, len: usize, pack: Option<(&Pack, Fit)>) -> u64 {
-        let history = pack.map_or(0, |(p, _)| p.state.history.len());
-        let tables = Tables::for_block(cfg, len, pack.map(|(p, fit)| (p.geometry, fit)));
-        let hist = history + len;
-        let order2 = 256usize << tables.order2_bits;
-        let net_maps = NetInputs::bytes_for(pack.is_some_and(|(p, _)| p.network.is_some()));
-        let bilevel = match cfg.bilevel != 0 && pack.is_none() {
-            true => Bilevel::bytes() + 4 * BILEVEL_SETS * MAX_IN,
-            false => 0,
-        };
-        let lanes = Self::lanes_for(cfg, len, history).count;
-        let wide = match is_wide(cfg, pack.map(|(p, fit)| (p.geometry, fit))) {
-            true => {
-                let mixers = 4 * MAX_IN * WIDE_SETS.iter().sum::<usize>();
-                let orders = select(cfg.contexts, true).1;
-                Runs::bytes_for(orders, len) + lanes * LaneState::INDIRECT_BYTES + mixers
-            }
-            false => 0,
-        };
-        (tables.slots * SLOT
-            + hist
-            + MatchTable::bytes_for(hist)
-            + Apm::bytes_for(65536 + order2)
-            + net_maps
-            + bilevel
-            + wide) as u64
-            + FIXED_MAX
-    }
-
-    /// The five mixers, in the order a pack holds them.
-    fn mixers(&mut self) -> [&mut Mixer; 5] {
-        [
-            &mut self.mix_a,
-            &mut self.mix_b,
-            &mut self.mix_c,
-            &mut self.mix_d,
-            &mut self.mix_final,
-        ]
-    }
-
-    /// The three probability maps, in the order a pack holds them.
-    fn apms(&mut self) -> [&mut Apm; 3] {
-        [&mut self.apm_a, &mut self.apm_b, &mut self.apm_c]
-    }
-
-    /// Replaces the learnt state by `s` if every part of it has this model's shape, else
-    /// changes nothing.
-    fn load(&mut self, s: &State) -> Result<()> {
-        let bad = |what: &str| Err(Error::BadPack(format!("its {what} do not fit the model")));
-        let grow = self.slots.len() / s.slots.len().max(1);
-        if s.slots.len() * grow != self.slots.len()
-            || !grow.is_power_of_two()
-            || grow > 256
-            || s.tiles.len() * SLOT != s.slots.len()
-        {
-            return bad("hashed contexts");
-        }
-        if s.maps.len() != self.maps.len() * 256 {
-            return bad("history maps");
-        }
-        if s.t0.len() != self.t0.len() || s.t1.len() != self.t1.len() || s.tm.len() != self.tm.len()
-        {
-            return bad("counters");
-        }
-        if s.chain.len() != self.chain_w.len() * 2 {
-            return bad("chain weights");
-        }
-        // A model without a network (`--net none`) leaves a pack's online weights unread.
-        if self.net.params().is_some_and(|p| p.len() != s.net.len()) {
-            return bad("network weights");
-        }
-        if self.mixers().iter().zip(&s.mixers).any(|(m, (w, uses))| {
-            let (mw, mu) = m.state();
-            mw.len() != w.len() || mu.len() != uses.len()
-        }) {
-            return bad("mixer weights");
-        }
-        // The order-2 map may have 2^k times the pack's contexts (`fresh`), the others its own.
-        let spread = self.apm_c.table().len() / s.apms[2].len().max(1);
-        if self.apm_a.table().len() != s.apms[0].len()
-            || self.apm_b.table().len() != s.apms[1].len()
-            || s.apms[2].len() * spread != self.apm_c.table().len()
-            || !spread.is_power_of_two()
-            || !s.apms[2].len().is_multiple_of(256 * 33)
-        {
-            return bad("probability maps");
-        }
-        if grow == 1 {
-            self.slots.copy_from_slice(&s.slots);
-        } else {
-            // Each slot goes to the copy of its place that its hash's next bits select.
-            let size = s.slots.len();
-            for ((i, slot), &tile) in s.slots.chunks_exact(SLOT).enumerate().zip(&s.tiles) {
-                let at = i * SLOT + (tile as usize & (grow - 1)) * size;
-                self.slots[at..at + SLOT].copy_from_slice(slot);
-            }
-        }
-        for (map, row) in self.maps.iter_mut().zip(s.maps.chunks_exact(256)) {
-            map.p.copy_from_slice(row);
-        }
-        self.t0.copy_from_slice(&s.t0);
-        self.t1.copy_from_slice(&s.t1);
-        self.tm.copy_from_slice(&s.tm);
-        for (w, c) in self.chain_w.iter_mut().zip(s.chain.chunks_exact(2)) {
-            *w = [c[0], c[1]];
-        }
-        self.net.load(&s.net);
-        for (m, (w, uses)) in self.mixers().into_iter().zip(&s.mixers) {
-            m.load(w, uses);
-        }
-        self.apm_a.load(&s.apms[0]);
-        self.apm_b.load(&s.apms[1]);
-        self.apm_c.load_spread(&s.apms[2], 256);
-        Ok(())
-    }
-
-    /// The learnt state: what a pack holds.
-    pub fn state(&mut self) -> State {
-        let tiles = self.tiles.clone();
-        State {
-            slots: self.slots.clone(),
-            tiles: tiles.unwrap_or_else(|| vec![0; self.slots.len() / SLOT]),
-            maps: self.maps.iter().flat_map(|m| m.p.iter().copied()).collect(),
-            t0: self.t0.clone(),
-            t1: self.t1.clone(),
-            tm: self.tm.clone(),
-            mixers: self.mixers().map(|m| {
-                let (w, u) = m.state();
-                (w.to_vec(), u.to_vec())
-            }),
-            apms: self.apms().map(|a| a.table().to_vec()),
-            chain: self.chain_w.iter().flatten().copied().collect(),
-            net: self.net.params().map_or(Vec::new(), |p| p.to_vec()),
-            history: Vec::new(),
-        }
     }
 
     /// A fresh model for a block of `len` bytes in `ws`'s memory, with its tables sized to the
