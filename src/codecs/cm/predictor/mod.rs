@@ -28,9 +28,6 @@ use std::sync::Arc;
 mod learnt;
 mod sizes;
 
-pub use sizes::Fit;
-use sizes::Tables;
-
 /// Mixer inputs besides the hashed contexts: order 0, order 1, match, network, bias, match
 /// strength, chain.
 const N_EXTRA: usize = 7;
@@ -245,6 +242,27 @@ fn states_at(slots: &[u8], slot: &[usize], nib: u32) -> [u8; MAX_HASHED] {
 fn to_p16(p: f32) -> u32 {
     // SAFETY of the cast: p is in (0, 1), so p * 65536 is finite and in range.
     unsafe { (p * 65536.0).to_int_unchecked::<i32>() }.clamp(1, 65535) as u32
+}
+
+/// How a block's tables are sized against the pack it starts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fit {
+    /// The pack's own sizes (training it, checking it).
+    Exact,
+    /// Sized to the block: twice the pack's context table where the block asks no more than
+    /// the pack's, else at least four times (payloads with transforms bit 2).
+    Sized,
+    /// At least four times the pack's context table, whatever the block (payloads without
+    /// transforms bit 2, which encoders before it wrote).
+    Grown,
+}
+
+/// The sizes of a model's tables that grow with its block.
+struct Tables {
+    /// Slots shared by the hashed contexts.
+    slots: usize,
+    /// Hashed contexts of the order-2 probability map (log2, of 256 each).
+    order2_bits: u32,
 }
 
 /// Slot layout: 16 bytes, byte 0 is the check tag (0: empty), 1..16 the bit histories of a

@@ -1,7 +1,7 @@
-//! The sizes of a model's tables: those that grow with its block (`Tables`), against the pack
-//! it starts from (`Fit`), and the most memory a block's model allocates (`need`).
+//! The sizes of a model's tables: those that grow with its block (`Tables::for_block`), against
+//! the pack it starts from (`Fit`), and the most memory a block's model allocates (`need`).
 
-use super::{is_wide, Params, Predictor, MAX_IN, SLOT, SLOTS_MAX_LOG, WIDE_SETS};
+use super::{is_wide, Fit, Params, Predictor, Tables, MAX_IN, SLOT, SLOTS_MAX_LOG, WIDE_SETS};
 use crate::codecs::cm::bilevel::{Bilevel, BILEVEL_SETS};
 use crate::codecs::cm::experts::{select, LaneState, MatchTable};
 use crate::codecs::cm::mixing::Apm;
@@ -9,27 +9,6 @@ use crate::codecs::cm::net_inputs::NetInputs;
 use crate::codecs::cm::pack::{Geometry, Pack};
 use crate::codecs::cm::runs::Runs;
 use crate::codecs::cm::tables::FIXED_MAX;
-
-/// How a block's tables are sized against the pack it starts from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fit {
-    /// The pack's own sizes (training it, checking it).
-    Exact,
-    /// Sized to the block: twice the pack's context table where the block asks no more than
-    /// the pack's, else at least four times (payloads with transforms bit 2).
-    Sized,
-    /// At least four times the pack's context table, whatever the block (payloads without
-    /// transforms bit 2, which encoders before it wrote).
-    Grown,
-}
-
-/// The sizes of a model's tables that grow with its block.
-pub(super) struct Tables {
-    /// Slots shared by the hashed contexts.
-    pub(super) slots: usize,
-    /// Hashed contexts of the order-2 probability map (log2, of 256 each).
-    pub(super) order2_bits: u32,
-}
 
 impl Tables {
     /// The tables of a block of `len` bytes: sized to the block, or to a pack's `geometry`
