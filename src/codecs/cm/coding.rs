@@ -35,6 +35,10 @@ const DEFAULT_MODEL: u8 = 8;
 const BILEVEL: u8 = 16;
 /// Transforms byte (without `PACKED` or `DEFAULT_MODEL`): the wide model (`Params::wide`).
 const WIDE: u8 = 32;
+/// Shortest block the wide model may code: its tables and mixers take a few milliseconds to
+/// set up whatever the block's length, which decoding this many bytes outweighs, so that an
+/// archive of many tiny blocks cannot multiply that.
+const WIDE_MIN: usize = 4 << 10;
 
 /// Reports coded bytes to a progress callback, `PROGRESS_EVERY` or more at a time.
 struct Reporter<'a> {
@@ -107,6 +111,7 @@ pub fn encode(
         cfg.bilevel = 0;
         cfg.wide = false;
     }
+    cfg.wide &= data.len() >= WIDE_MIN;
     let (mut streams, ws) = match cfg.fast {
         // The fast predictor leaves little work to a coding thread: it codes inline.
         true => {
@@ -322,8 +327,9 @@ fn run(
 
 /// The model the payload's transforms byte `t` says codes the block: the archive's level's
 /// (`cfg`) or the default level's in its place (`Params::default_variant`), with the bilevel
-/// expert for rows of `width` bytes (0: none, as `t` says) and wide where `t` says so.
-fn model_of(t: u8, width: u32, cfg: Params) -> Result<Params> {
+/// expert for rows of `width` bytes (0: none, as `t` says) and wide where `t` says so, for a
+/// block of `raw_len` bytes.
+fn model_of(t: u8, width: u32, cfg: Params, raw_len: usize) -> Result<Params> {
     let corrupt = |what: &str| Err(Error::Corrupt(format!("context-mixing block: {what}")));
     let mut cfg = match t & DEFAULT_MODEL {
         0 => cfg,
@@ -337,6 +343,9 @@ fn model_of(t: u8, width: u32, cfg: Params) -> Result<Params> {
     }
     if t & WIDE != 0 && (cfg.fast || cfg.lean) {
         return corrupt("a wide model of the fastest levels");
+    }
+    if t & WIDE != 0 && raw_len < WIDE_MIN {
+        return corrupt("a wide model for a block under 4 KiB");
     }
     cfg.bilevel = width;
     cfg.wide = t & WIDE != 0;
@@ -383,9 +392,9 @@ fn start(t: u8, cfg: Params, pack: Option<&Pack>) -> Result<Option<(&Pack, Fit)>
 /// and the payload: its model's tables, fresh or from the pack (`pack`, the archive's) as the
 /// payload says. 0 for a payload the decoder refuses before allocating.
 pub fn need(payload: &[u8], raw_len: usize, cfg: Params, pack: Option<&Pack>) -> u64 {
-    let Some(Ok((start, cfg))) = split_head(payload)
-        .map(|(t, width, _)| start(t, cfg, pack).and_then(|s| Ok((s, model_of(t, width, cfg)?))))
-    else {
+    let Some(Ok((start, cfg))) = split_head(payload).map(|(t, width, _)| {
+        start(t, cfg, pack).and_then(|s| Ok((s, model_of(t, width, cfg, raw_len)?)))
+    }) else {
         return 0;
     };
     match cfg.fast {
@@ -410,10 +419,11 @@ pub fn decode(
     let Some((t, width, rest)) = split_head(payload) else {
         return (corrupt("payload too short"), ws);
     };
-    let (pack, cfg) = match start(t, cfg, pack).and_then(|p| Ok((p, model_of(t, width, cfg)?))) {
-        Ok(started) => started,
-        Err(e) => return (Err(e), ws),
-    };
+    let (pack, cfg) =
+        match start(t, cfg, pack).and_then(|p| Ok((p, model_of(t, width, cfg, raw_len)?))) {
+            Ok(started) => started,
+            Err(e) => return (Err(e), ws),
+        };
     // A lane count the block does not have is refused before the model's tables are built.
     let lanes = match cfg.fast {
         true => FastPredictor::lanes_for(raw_len).count,
@@ -527,13 +537,15 @@ mod tests {
     fn the_wide_model_is_only_a_fresh_block_of_the_levels_own_model() {
         let nine = super::super::CmConfig::for_level(9).params;
         assert!(matches!(start(WIDE, nine, None), Ok(None)));
-        assert!(model_of(WIDE, 0, nine).is_ok_and(|p| p.wide));
-        assert!(model_of(0, 0, nine).is_ok_and(|p| !p.wide));
+        assert!(model_of(WIDE, 0, nine, WIDE_MIN).is_ok_and(|p| p.wide));
+        assert!(model_of(0, 0, nine, WIDE_MIN).is_ok_and(|p| !p.wide));
+        // Not for a tiny block, whose set-up would outweigh its decoding.
+        assert!(model_of(WIDE, 0, nine, WIDE_MIN - 1).is_err());
         // Not with the default level's model, nor from a pack.
         assert!(start(WIDE | DEFAULT_MODEL, nine, None).is_err());
         assert!(start(WIDE | PACKED | SIZED, nine, None).is_err());
         // Nor in the fastest levels' models.
         let one = super::super::CmConfig::for_level(1).params;
-        assert!(model_of(WIDE, 0, one).is_err());
+        assert!(model_of(WIDE, 0, one, WIDE_MIN).is_err());
     }
 }
