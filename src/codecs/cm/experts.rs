@@ -27,8 +27,10 @@ pub enum ContextKind {
     ColumnLeft,
     /// The `n` bytes before the predicted one (1 to 3; of the third, its low nibble) and the
     /// two bytes that followed them the last two times they occurred: what came after this
-    /// before. 4: what followed the byte before, with the byte two back; 5: what followed the
-    /// two bytes before, alone; 6: that with the byte three back.
+    /// before. The variants pair a table's entry with other bytes: 4, what followed the byte
+    /// before, with the byte two back; 5, what followed the two bytes before, alone; 6, that
+    /// with the byte three back; 7, what followed the two and a half, alone; 8, what followed
+    /// the byte before, alone; 9, what followed the two and a half, with the byte four back.
     Indirect(usize),
     /// The eight bytes before the predicted one, masked (byte i back in bits 8(i-1)..8i).
     Masked(u64),

@@ -6,9 +6,8 @@
 //! logistic mixers and a second-layer mixer, then refined by three adaptive probability maps
 //! (orders 0, 1 and 2). The wide model (`Params::wide`) adds the contexts of `experts::WIDE`,
 //! run inputs (`runs`), one-sided histories as inputs of their own, and four mixers selected
-//! by the bytes before. Everything trains online,
-//! one byte per lane per step, and the decoder replays it exactly. Lanes share all statistics
-//! and are processed in lane order.
+//! by the bytes before. Everything trains online, one byte per lane per step, and the decoder
+//! replays it exactly. Lanes share all statistics and are processed in lane order.
 
 use super::bilevel::{Bilevel, Windows, BILEVEL_SETS, N_BILEVEL, WIDTH_MIN};
 use super::experts::{
@@ -77,10 +76,10 @@ pub struct Params {
     /// none): the encoder's choice for one block that starts fresh, which the payload's
     /// transforms byte records (never in the archive's configuration).
     pub bilevel: u32,
-    /// The wide model: the contexts of `experts::WIDE` besides the level's, run inputs and
-    /// two more mixers, for a block of the level's own model that starts fresh: the encoder's
-    /// choice for one block, which the payload's transforms byte records (never in the
-    /// archive's configuration).
+    /// The wide model: the contexts of `experts::WIDE` besides the level's, run inputs,
+    /// one-sided inputs and four more mixers, for a block of the level's own model that starts
+    /// fresh: the encoder's choice for one block, which the payload's transforms byte records
+    /// (never in the archive's configuration).
     pub wide: bool,
 }
 
@@ -171,7 +170,8 @@ struct LaneBits {
 /// The predictor state of one block.
 pub struct Predictor {
     lanes: Lanes,
-    /// The hashed contexts, orders first (shortest first), each with its catalogue place.
+    /// The hashed contexts, orders first (shortest first), each with its place (the
+    /// catalogue's, then the wide model's).
     kinds: Vec<(ContextKind, usize)>,
     /// How many of `kinds` are orders: the refinement chain's stages, and what the novelty of
     /// a context is counted over.
