@@ -211,6 +211,8 @@ pub struct Predictor {
     bilevel: Option<(Bilevel, Mixer)>,
     /// The wide model's run inputs and mixers, where it is one.
     wide: Option<Wide>,
+    /// Per context, the cache line of its slots, their check and its hash (`select_slots`).
+    lines: Vec<(usize, u8, u64)>,
 }
 
 /// What the wide model adds besides its contexts.
@@ -218,6 +220,41 @@ struct Wide {
     runs: Runs,
     /// Mixers of every input, their weight sets as `WIDE_SETS` says.
     mixers: [Mixer; 4],
+}
+
+impl Wide {
+    /// The wide model's inputs of lane `l`'s next bit (`c0` the byte's bits so far, `bitpos`
+    /// their count) from its contexts' histories `states`, into `x`: the contexts' inputs
+    /// where a history is unseen set to 0, then from `at` on the run inputs of the `orders`
+    /// orders and the one-sided inputs. Out of line: the other models' hot loop stays as it
+    /// was.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn inputs(
+        &mut self,
+        l: usize,
+        c0: u32,
+        bitpos: u32,
+        states: &[u8],
+        orders: usize,
+        x: &mut [f32],
+        at: usize,
+    ) {
+        // A context not seen yet says nothing (and its weight learns nothing from it).
+        for (xk, &s) in x.iter_mut().zip(states) {
+            if s == 0 {
+                *xk = 0.0;
+            }
+        }
+        self.runs.inputs(l, c0, bitpos, &mut x[at..]);
+        // A history that has seen only one bit value, again as its own input: such contexts
+        // are the surest, and the mixers weigh them apart.
+        let hist = Histories::get();
+        let at = at + orders;
+        for (k, &s) in states.iter().enumerate() {
+            x[at + k] = if hist.one_sided(s) { x[k] } else { 0.0 };
+        }
+    }
 }
 
 /// Whether a model of `cfg` for a block starting from a pack of `geometry` (if any) is wide:
@@ -452,6 +489,7 @@ impl Predictor {
                 runs: Runs::new(orders, lanes.count, len),
                 mixers: WIDE_SETS.map(|sets| Mixer::new(n_in, sets, lr, lr0, w0)),
             }),
+            lines: Vec::with_capacity(n),
         }
     }
 
@@ -508,18 +546,21 @@ impl Predictor {
     fn select_slots(&mut self, l: usize) {
         let lb = &mut self.bits[l];
         // Every context's cache line is asked for first, so that the memory fetches overlap.
+        // (A buffer kept between calls: a fresh array for the wide model's most contexts
+        // would be cleared each time.)
         let n = self.kinds.len();
-        let mut lines = [(0usize, 0u8, 0u64); MAX_HASHED];
+        let mut lines = std::mem::take(&mut self.lines);
+        lines.clear();
         let mut touched = 0u8;
-        for (k, line) in lines[..n].iter_mut().enumerate() {
-            let h = lb.ctx[k].wrapping_add((lb.c0 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        for &ctx in &lb.ctx[..n] {
+            let h = ctx.wrapping_add((lb.c0 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
             let h = h ^ (h >> 29);
             let base = ((h as usize) & self.slot_mask & !(WAYS - 1)) * SLOT;
-            *line = (base, ((h >> 56) as u8) | 1, h);
+            lines.push((base, ((h >> 56) as u8) | 1, h));
             touched ^= self.slots[base];
         }
         std::hint::black_box(touched);
-        for (k, &(base, check, h)) in lines[..n].iter().enumerate() {
+        for (k, &(base, check, h)) in lines.iter().enumerate() {
             let chosen = match (0..WAYS)
                 .map(|j| base + j * SLOT)
                 .find(|&a| self.slots[a] == check)
@@ -542,6 +583,7 @@ impl Predictor {
             };
             lb.slot[k] = chosen;
         }
+        self.lines = lines;
     }
 
     /// Probability (16 bits) that lane `l`'s next bit is 1.
@@ -561,15 +603,6 @@ impl Predictor {
             .min(7);
         for ((xk, map), &s) in x[..n].iter_mut().zip(&self.maps).zip(&states) {
             *xk = st[map.p12(s)];
-        }
-        // In the wide model a context not seen yet says nothing (and its weight learns
-        // nothing from it).
-        if self.wide.is_some() {
-            for (xk, &s) in x[..n].iter_mut().zip(&states) {
-                if s == 0 {
-                    *xk = 0.0;
-                }
-            }
         }
         x[n] = st[counter_p12(self.t0[lb.c0 as usize])];
         x[n + 1] = st[counter_p12(self.t1[(lb.b1 as usize) << 8 | lb.c0 as usize])];
@@ -604,14 +637,7 @@ impl Predictor {
         let n_base = n + N_EXTRA + self.net.shaped() as usize * N_NET;
         if let Some(w) = self.wide.as_mut() {
             let at = n_base + self.bilevel.is_some() as usize * N_BILEVEL;
-            w.runs.inputs(l, lb.c0, bitpos, &mut x[at..]);
-            // A history that has seen only one bit value, again as its own input: such
-            // contexts are the surest, and the mixers weigh them apart.
-            let hist = Histories::get();
-            let at = at + self.orders;
-            for k in 0..n {
-                x[at + k] = if hist.one_sided(states[k]) { x[k] } else { 0.0 };
-            }
+            w.inputs(l, lb.c0, bitpos, &states[..n], self.orders, x, at);
         }
         let mut bilevel_out = None;
         // The final mixer's weight set: by the partial byte, or in the wide model (whose
