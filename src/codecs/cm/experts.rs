@@ -331,27 +331,24 @@ pub fn context_hash(
                 back(hist, start, pos, 2 * r),
             );
         }
-        ContextKind::Indirect(n @ 4..) => {
+        ContextKind::Indirect(n) => {
+            // Which table entry (what followed 1, 2 or 2.5 bytes) and which bytes beside it.
             let of = match n {
-                4 | 8 => 1,
-                5 | 6 => 2,
+                1 | 4 | 8 => 1,
+                2 | 5 | 6 => 2,
                 _ => 3,
             };
-            let after = after_at(hist, start, pos, of);
-            let key = ls.after.get(after).copied();
+            let key = ls.after.get(after_at(hist, start, pos, of)).copied();
+            let at = |i| back(hist, start, pos, i);
             let with = match n {
-                4 => back(hist, start, pos, 2),
-                5 | 7 | 8 => 0,
-                6 => back(hist, start, pos, 3),
-                _ => back(hist, start, pos, 4),
+                1 => at(1),
+                2 | 3 => at(1) | at(2) << 8,
+                4 => at(2),
+                6 => at(3),
+                9 => at(4),
+                _ => 0,
             };
             h = mix(mix(h, with), key.unwrap_or(0) as u64);
-        }
-        ContextKind::Indirect(n) => {
-            let key = ls.after.get(after_at(hist, start, pos, n)).copied();
-            let b1 = back(hist, start, pos, 1);
-            let b2 = back(hist, start, pos, 2) * (n > 1) as u64;
-            h = mix(mix(h, b1 | b2 << 8), key.unwrap_or(0) as u64);
         }
         ContextKind::Masked(m) => {
             let last8 = (1..=8).fold(0, |v, i| v | back(hist, start, pos, i) << (8 * (i - 1)));
