@@ -4,7 +4,7 @@
 use super::bilevel::WIDTH_MIN;
 use super::fast::FastPredictor;
 use super::pack::{Geometry, Pack};
-use super::predictor::{Fit, Params, Predictor};
+use super::predictor::{Fit, Params, Predictor, WidePredictor};
 use super::tables::Workspace;
 use crate::codecs::block_codec::ProgressFn;
 use crate::codecs::net::frozen::Frozen;
@@ -119,9 +119,15 @@ pub fn encode(
             let streams = code_inline(data, &mut model, progress);
             (streams, model.into_workspace())
         }
+        false if cfg.wide => {
+            let pack = pack.map(|p| (p, Fit::Sized));
+            let mut model = WidePredictor::new_in(cfg, data.len(), ws, pack);
+            let streams = code_beside(data, &mut model, progress);
+            (streams, model.into_workspace())
+        }
         false => {
             let pack = pack.map(|p| (p, Fit::Sized));
-            let mut model = Predictor::new_in(cfg, data.len(), ws, pack);
+            let mut model = <Predictor>::new_in(cfg, data.len(), ws, pack);
             let streams = code_beside(data, &mut model, progress);
             (streams, model.into_workspace())
         }
@@ -227,6 +233,7 @@ macro_rules! model {
     };
 }
 model!(Predictor);
+model!(WidePredictor);
 model!(FastPredictor);
 
 /// Range-codes `data` by `model`'s predictions on a second thread while the model runs on
@@ -443,8 +450,15 @@ pub fn decode(
             progress,
             out,
         ),
+        false if cfg.wide => decode_in(
+            WidePredictor::new_in(cfg, raw_len, ws, pack),
+            rest,
+            raw_len,
+            progress,
+            out,
+        ),
         false => decode_in(
-            Predictor::new_in(cfg, raw_len, ws, pack),
+            <Predictor>::new_in(cfg, raw_len, ws, pack),
             rest,
             raw_len,
             progress,

@@ -9,6 +9,21 @@ use crate::codecs::cm::tables::Workspace;
 use crate::error::{Error, Result};
 
 impl Predictor {
+    /// Whether `pack` can start the model of `cfg`.
+    pub fn check_pack(cfg: Params, pack: &Pack) -> Result<()> {
+        let mut model = Self::fresh(
+            cfg,
+            1,
+            Workspace::default(),
+            Some((pack.geometry, Fit::Exact)),
+            &[],
+            pack.network.clone(),
+        );
+        model.load(&pack.state)
+    }
+}
+
+impl<const N: usize> Predictor<N> {
     /// Takes a base pack's shared tables (`pack::BASE_TENSORS` but the history) into a model
     /// being trained (`for_training`) with the base's geometry, so that a pack trained on top
     /// of another starts where that one ended; refused unless every table has this model's
@@ -37,19 +52,6 @@ impl Predictor {
         self.apm_b.load(&base.apms[1]);
         self.apm_c.load(&base.apms[2]);
         Ok(())
-    }
-
-    /// Whether `pack` can start the model of `cfg`.
-    pub fn check_pack(cfg: Params, pack: &Pack) -> Result<()> {
-        let mut model = Self::fresh(
-            cfg,
-            1,
-            Workspace::default(),
-            Some((pack.geometry, Fit::Exact)),
-            &[],
-            pack.network.clone(),
-        );
-        model.load(&pack.state)
     }
 
     /// The five mixers, in the order a pack holds them.

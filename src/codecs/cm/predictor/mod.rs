@@ -11,7 +11,8 @@
 
 use super::bilevel::{Bilevel, Windows, BILEVEL_SETS, N_BILEVEL, WIDTH_MIN};
 use super::experts::{
-    back, context_hash, expected_hash, select, ContextKind, LaneState, MatchTable, MAX_HASHED,
+    back, context_hash, expected_hash, select, ContextKind, LaneState, MatchTable, CATALOGUE_LEN,
+    MAX_HASHED,
 };
 use super::mixing::{counter_p12, counter_update, stretch_table, Apm, Mixer, COUNTER_INIT};
 use super::net_inputs::{NetInputs, NET_BUCKETS, N_NET};
@@ -136,13 +137,13 @@ impl Default for Params {
     }
 }
 
-/// Per-lane coding state within a byte.
+/// Per-lane coding state within a byte, with room for `N` hashed contexts.
 #[derive(Clone, Copy)]
-struct LaneBits {
+struct LaneBits<const N: usize> {
     /// Hash of each hashed context for the current byte.
-    ctx: [u64; MAX_HASHED],
+    ctx: [u64; N],
     /// Slot (index of its first counter) of each hashed context for the current nibble.
-    slot: [usize; MAX_HASHED],
+    slot: [usize; N],
     /// Bits of the current byte seen so far, with a leading 1.
     c0: u32,
     /// Bits of the current nibble seen so far, with a leading 1.
@@ -167,8 +168,11 @@ struct LaneBits {
     pixels: Windows,
 }
 
-/// The predictor state of one block.
-pub struct Predictor {
+/// The predictor state of one block, with room for `N` hashed contexts: the catalogue's
+/// (`Predictor`, every model but the wide one) or the wide model's too (`WidePredictor`).
+/// The room is a type's, not a block's, so that the per-bit arrays of the models without the
+/// wide model's contexts stay as small as their contexts.
+pub struct Predictor<const N: usize = CATALOGUE_LEN> {
     lanes: Lanes,
     /// The hashed contexts, orders first (shortest first), each with its place (the
     /// catalogue's, then the wide model's).
@@ -178,7 +182,7 @@ pub struct Predictor {
     orders: usize,
     hist: Vec<u8>,
     states: Vec<LaneState>,
-    bits: Vec<LaneBits>,
+    bits: Vec<LaneBits<N>>,
     matches: MatchTable,
     slots: Vec<u8>,
     slot_mask: usize,
@@ -200,7 +204,8 @@ pub struct Predictor {
     /// Bits of the order-2 map's hash of the two bytes before (more for longer blocks).
     order2_bits: u32,
     lean: bool,
-    x: [f32; MAX_IN],
+    /// The mixers' inputs.
+    x: Vec<f32>,
     /// The chain's weight pairs, per stage and bit history.
     chain_w: Vec<[f32; 2]>,
     /// Per stage: weight index, input and output of the last prediction.
@@ -211,9 +216,10 @@ pub struct Predictor {
     bilevel: Option<(Bilevel, Mixer)>,
     /// The wide model's run inputs and mixers, where it is one.
     wide: Option<Wide>,
-    /// Per context, the cache line of its slots, their check and its hash (`select_slots`).
-    lines: Vec<(usize, u8, u64)>,
 }
+
+/// The predictor of the wide model (`Params::wide`).
+pub type WidePredictor = Predictor<MAX_HASHED>;
 
 /// What the wide model adds besides its contexts.
 struct Wide {
@@ -255,6 +261,35 @@ impl Wide {
             x[at + k] = if hist.one_sided(s) { x[k] } else { 0.0 };
         }
     }
+
+    /// The outputs of the wide model's mixers (stretched) for the bit after the bits `c0`
+    /// (`bitpos` of them), from inputs `x`; `bytes` are the four bytes before, the last first.
+    #[inline(never)]
+    fn mix(&mut self, x: &[f32], bytes: [u32; 4], c0: u32, bitpos: u32) -> [f32; 4] {
+        let [b1, b2, b3, b4] = bytes;
+        let pair = (b1 | b2 << 8).wrapping_mul(0x9E37_79B1) >> 28;
+        let tops = (b1 >> 6) | (b2 >> 6) << 2 | (b3 >> 6) << 4 | (b4 >> 6) << 6;
+        let sets = [
+            b2 << 3 | bitpos,
+            pair << 8 | c0,
+            b3 << 3 | bitpos,
+            tops << 3 | bitpos,
+        ];
+        let mut out = [0.0; 4];
+        for ((o, m), set) in out.iter_mut().zip(&mut self.mixers).zip(sets) {
+            *o = m.mix(x, set as usize).0;
+        }
+        out
+    }
+
+    /// Learns the bit `bit` (after `mix`).
+    #[inline(never)]
+    fn update(&mut self, bit: u32) {
+        self.runs.update(bit);
+        for m in &mut self.mixers {
+            m.update(bit);
+        }
+    }
 }
 
 /// Whether a model of `cfg` for a block starting from a pack of `geometry` (if any) is wide:
@@ -266,8 +301,8 @@ fn is_wide(cfg: Params, geometry: Option<(Geometry, Fit)>) -> bool {
 /// The bit histories in `slots` of the contexts' slots `slot` at nibble node `nib` (0 past
 /// them).
 #[inline]
-fn states_at(slots: &[u8], slot: &[usize], nib: u32) -> [u8; MAX_HASHED] {
-    let mut states = [0u8; MAX_HASHED];
+fn states_at<const N: usize>(slots: &[u8], slot: &[usize], nib: u32) -> [u8; N] {
+    let mut states = [0u8; N];
     for (s, &at) in states.iter_mut().zip(slot) {
         *s = slots[at + nib as usize];
     }
@@ -311,6 +346,32 @@ const WAYS: usize = 4;
 const SLOTS_MAX_LOG: u32 = 24;
 
 impl Predictor {
+    /// A fresh model to train a pack on `len` bytes, with the pack's table sizes (a pack is
+    /// never of the wide model).
+    pub fn for_training(
+        cfg: Params,
+        len: usize,
+        geometry: Geometry,
+        network: Option<Arc<Frozen>>,
+    ) -> Self {
+        let geometry = Some((geometry, Fit::Exact));
+        let mut model = Self::fresh(cfg, len, Workspace::default(), geometry, &[], network);
+        model.tiles = Some(vec![0; model.slots.len() / SLOT]);
+        model
+    }
+
+    /// The lanes of a block of `len` bytes after `history` bytes (a pack's, `new_in`).
+    pub fn lanes_for(cfg: Params, len: usize, history: usize) -> Lanes {
+        Lanes::new(len, cfg.max_lanes as usize, cfg.min_lane as usize).after(history)
+    }
+}
+
+impl<const N: usize> Predictor<N> {
+    /// Whether this predictor has room for the wide model's contexts: a constant, so that
+    /// the code of the other models leaves out the wide model's steps (`wide` is `None`
+    /// there), as if they had never been written.
+    const WIDE: bool = N >= MAX_HASHED;
+
     /// Gives the model's large tables back for the next block.
     pub fn into_workspace(self) -> Workspace {
         Workspace {
@@ -357,24 +418,6 @@ impl Predictor {
         }
     }
 
-    /// A fresh model to train a pack on `len` bytes, with the pack's table sizes.
-    pub fn for_training(
-        cfg: Params,
-        len: usize,
-        geometry: Geometry,
-        network: Option<Arc<Frozen>>,
-    ) -> Self {
-        let geometry = Some((geometry, Fit::Exact));
-        let mut model = Self::fresh(cfg, len, Workspace::default(), geometry, &[], network);
-        model.tiles = Some(vec![0; model.slots.len() / SLOT]);
-        model
-    }
-
-    /// The lanes of a block of `len` bytes after `history` bytes (a pack's, `new_in`).
-    pub fn lanes_for(cfg: Params, len: usize, history: usize) -> Lanes {
-        Lanes::new(len, cfg.max_lanes as usize, cfg.min_lane as usize).after(history)
-    }
-
     /// A fresh model for a block of `len` bytes in `ws`'s memory, with its tables sized to the
     /// block, or to a pack's `geometry` where given, as the `Fit` says;
     /// `history` (a pack's) lies before the block, not yet read (`prime`).
@@ -386,8 +429,12 @@ impl Predictor {
         history: &[u8],
         network: Option<Arc<Frozen>>,
     ) -> Self {
-        let lanes = Self::lanes_for(cfg, len, history.len());
+        let lanes = Predictor::lanes_for(cfg, len, history.len());
         let wide = is_wide(cfg, geometry);
+        assert!(
+            !wide || Self::WIDE,
+            "the wide model's contexts need a WidePredictor"
+        );
         let (kinds, orders) = select(cfg.contexts, wide);
         let n = kinds.len();
         let net = NetInputs::new(cfg.net, cfg.network, lanes.count, network);
@@ -412,8 +459,8 @@ impl Predictor {
         let n_first =
             4 + net.shaped() as usize + with_bilevel as usize + WIDE_SETS.len() * wide as usize;
         let blank = LaneBits {
-            ctx: [0; MAX_HASHED],
-            slot: [0; MAX_HASHED],
+            ctx: [0; N],
+            slot: [0; N],
             c0: 1,
             nib: 1,
             b1: 0,
@@ -475,7 +522,7 @@ impl Predictor {
             apm_c: Apm::new_in(256 << order2_bits, 7, ws.apm_order2),
             order2_bits,
             lean: cfg.lean,
-            x: [0.0; MAX_IN],
+            x: vec![0.0; n_in],
             chain_w: vec![[1.0, 0.0]; stages * 256],
             chain_at: vec![(0, 0.0, 0.0); stages],
             net,
@@ -489,7 +536,6 @@ impl Predictor {
                 runs: Runs::new(orders, lanes.count, len),
                 mixers: WIDE_SETS.map(|sets| Mixer::new(n_in, sets, lr, lr0, w0)),
             }),
-            lines: Vec::with_capacity(n),
         }
     }
 
@@ -525,7 +571,7 @@ impl Predictor {
             lb.match_ok = lb.match_byte.is_some();
 
             lb.match_bucket = if lb.match_ok { ls.bucket() } else { 0 };
-            if let Some(w) = self.wide.as_mut() {
+            if let Some(w) = self.wide.as_mut().filter(|_| Self::WIDE) {
                 for (c, &(kind, place)) in lb.ctx.iter_mut().zip(&self.kinds) {
                     if let ContextKind::Expected(which) = kind {
                         *c = expected_hash(place, which, lb.match_byte, lb.match_bucket, lb.b1);
@@ -546,21 +592,18 @@ impl Predictor {
     fn select_slots(&mut self, l: usize) {
         let lb = &mut self.bits[l];
         // Every context's cache line is asked for first, so that the memory fetches overlap.
-        // (A buffer kept between calls: a fresh array for the wide model's most contexts
-        // would be cleared each time.)
         let n = self.kinds.len();
-        let mut lines = std::mem::take(&mut self.lines);
-        lines.clear();
+        let mut lines = [(0usize, 0u8, 0u64); N];
         let mut touched = 0u8;
-        for &ctx in &lb.ctx[..n] {
+        for (line, &ctx) in lines[..n].iter_mut().zip(&lb.ctx) {
             let h = ctx.wrapping_add((lb.c0 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
             let h = h ^ (h >> 29);
             let base = ((h as usize) & self.slot_mask & !(WAYS - 1)) * SLOT;
-            lines.push((base, ((h >> 56) as u8) | 1, h));
+            *line = (base, ((h >> 56) as u8) | 1, h);
             touched ^= self.slots[base];
         }
         std::hint::black_box(touched);
-        for (k, &(base, check, h)) in lines.iter().enumerate() {
+        for (k, &(base, check, h)) in lines[..n].iter().enumerate() {
             let chosen = match (0..WAYS)
                 .map(|j| base + j * SLOT)
                 .find(|&a| self.slots[a] == check)
@@ -583,7 +626,6 @@ impl Predictor {
             };
             lb.slot[k] = chosen;
         }
-        self.lines = lines;
     }
 
     /// Probability (16 bits) that lane `l`'s next bit is 1.
@@ -595,7 +637,7 @@ impl Predictor {
         let lb = &self.bits[l];
         let x = &mut self.x;
         let n = self.kinds.len();
-        let states = states_at(&self.slots, &lb.slot[..n], lb.nib);
+        let states: [u8; N] = states_at(&self.slots, &lb.slot[..n], lb.nib);
         let seen = states[..self.orders]
             .iter()
             .filter(|&&s| s != 0)
@@ -635,7 +677,7 @@ impl Predictor {
         }
         x[n + 4] = 0.25;
         let n_base = n + N_EXTRA + self.net.shaped() as usize * N_NET;
-        if let Some(w) = self.wide.as_mut() {
+        if let Some(w) = self.wide.as_mut().filter(|_| Self::WIDE) {
             let at = n_base + self.bilevel.is_some() as usize * N_BILEVEL;
             w.inputs(l, lb.c0, bitpos, &states[..n], self.orders, x, at);
         }
@@ -643,7 +685,7 @@ impl Predictor {
         // The final mixer's weight set: by the partial byte, or in the wide model (whose
         // mixers see it) by the match and the bit position; in a bilevel image, by the pixels
         // where it has rows above.
-        let mut final_sel = match (&self.wide, &self.bilevel) {
+        let mut final_sel = match (self.wide.as_ref().filter(|_| Self::WIDE), &self.bilevel) {
             (Some(_), None) => lb.match_bucket << 3 | bitpos as usize,
             _ => lb.c0 as usize,
         };
@@ -683,17 +725,10 @@ impl Predictor {
         let net_at = 4 + self.net.shaped() as usize;
         first[4] = x[n + 3];
         first[net_at] = bilevel_out.unwrap_or(first[net_at]);
-        if let Some(w) = self.wide.as_mut() {
+        if let Some(w) = self.wide.as_mut().filter(|_| Self::WIDE) {
             let at = net_at + self.bilevel.is_some() as usize;
-            let pair = (lb.b1 | lb.b2 << 8).wrapping_mul(0x9E37_79B1) >> 28;
-            first[at] = w.mixers[0].mix(x, (lb.b2 << 3 | bitpos) as usize).0;
-            first[at + 1] = w.mixers[1].mix(x, (pair << 8 | lb.c0) as usize).0;
-            first[at + 2] = w.mixers[2]
-                .mix(x, ((lb.b34 & 0xff) << 3 | bitpos) as usize)
-                .0;
-            let tops =
-                (lb.b1 >> 6) | (lb.b2 >> 6) << 2 | (lb.b34 >> 6 & 3) << 4 | (lb.b34 >> 14) << 6;
-            first[at + 3] = w.mixers[3].mix(x, (tops << 3 | bitpos) as usize).0;
+            let bytes = [lb.b1, lb.b2, lb.b34 & 0xff, lb.b34 >> 8];
+            first[at..at + 4].copy_from_slice(&w.mix(x, bytes, lb.c0, bitpos));
         }
         let (s, _) = self.mix_final.mix(&first, net.bucket << 8 | final_sel);
         let p16 = to_p16(super::mixing::squash(s));
@@ -719,7 +754,7 @@ impl Predictor {
         let hist = Histories::get();
         // The histories as predicted from (two contexts may share a slot, which the first
         // update then changes for the second).
-        let states = states_at(&self.slots, &lb.slot[..self.kinds.len()], lb.nib);
+        let states: [u8; N] = states_at(&self.slots, &lb.slot[..self.kinds.len()], lb.nib);
         for ((map, &s), &slot) in self.maps.iter_mut().zip(&states).zip(&lb.slot) {
             map.update(s, b);
             let s = &mut self.slots[slot + lb.nib as usize];
@@ -743,11 +778,8 @@ impl Predictor {
                 lb.match_ok = false;
             }
         }
-        if let Some(w) = self.wide.as_mut() {
-            w.runs.update(b);
-            for m in &mut w.mixers {
-                m.update(b);
-            }
+        if let Some(w) = self.wide.as_mut().filter(|_| Self::WIDE) {
+            w.update(b);
         }
         self.mix_a.update(b);
         self.apm_b.update(b);
@@ -777,7 +809,7 @@ impl Predictor {
         self.net.learn(bytes);
         for (l, &y) in bytes.iter().enumerate() {
             self.hist[lanes.history_pos(l, step)] = y;
-            if let Some(w) = self.wide.as_mut() {
+            if let Some(w) = self.wide.as_mut().filter(|_| Self::WIDE) {
                 w.runs.end(l, &self.bits[l].ctx, y);
             }
         }
