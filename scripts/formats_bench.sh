@@ -8,6 +8,9 @@
 # SEP=path picks the binary (default target/release/sep).
 set -euo pipefail
 sep=${SEP:-$(cd "$(dirname "$0")/.." && pwd)/target/release/sep}
+for tool in zpaq xz zstd bzip3 bc; do
+  command -v "$tool" > /dev/null || { echo "formats_bench.sh: $tool not found (Debian: apt-get install $tool)" >&2; exit 2; }
+done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for f in "$@"; do
