@@ -204,8 +204,7 @@ pub struct Predictor<const N: usize = CATALOGUE_LEN> {
     /// Bits of the order-2 map's hash of the two bytes before (more for longer blocks).
     order2_bits: u32,
     lean: bool,
-    /// The mixers' inputs.
-    x: Vec<f32>,
+    x: [f32; MAX_IN],
     /// The chain's weight pairs, per stage and bit history.
     chain_w: Vec<[f32; 2]>,
     /// Per stage: weight index, input and output of the last prediction.
@@ -522,7 +521,7 @@ impl<const N: usize> Predictor<N> {
             apm_c: Apm::new_in(256 << order2_bits, 7, ws.apm_order2),
             order2_bits,
             lean: cfg.lean,
-            x: vec![0.0; n_in],
+            x: [0.0; MAX_IN],
             chain_w: vec![[1.0, 0.0]; stages * 256],
             chain_at: vec![(0, 0.0, 0.0); stages],
             net,
