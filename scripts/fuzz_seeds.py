@@ -27,10 +27,18 @@ def blocks(a):
         yield CODECS[a[at]], raw_len, a[start:start + payload_len]
         at = start + payload_len
 
+# Golden archives not taken as seeds: level 9's first bilevel archive (decode-only, an older
+# encoder's) decodes in about 16 s in the instrumented build, past the fuzzer's 10 s limit per
+# input on a slow machine; `wide-bilevel-at-9.bitmap.sep` seeds the same expert in a fraction
+# of that. The tests still decode it (tests/it/golden.rs).
+SLOW = {"bilevel-at-9.bitmap.sep"}
+
 out = sys.argv[1]
 for path in sorted(glob.glob(os.path.join(os.path.dirname(__file__), "../tests/data/golden/v*/*.sep"))):
     a = open(path, "rb").read()
     name = os.path.basename(path)
+    if name in SLOW:
+        continue
     for t in ARCHIVE_TARGETS:
         os.makedirs(os.path.join(out, t), exist_ok=True)
         open(os.path.join(out, t, name), "wb").write(a)
